@@ -1,0 +1,80 @@
+"""Atomic file and folder writes: temp in the same folder, fsync, rename, fsync the folder.
+
+A reader (or a process killed mid-write) sees either the old file or the complete new one, never a
+prefix. Temporary names start with ``.tmp-`` so that listings and validators can recognise them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+TMP_PREFIX = ".tmp-"
+
+
+def tmp_name(path: Path) -> Path:
+    """A unique temporary sibling of ``path``."""
+    return path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or creation inside ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (replacing any existing file)."""
+    atomic_write_with(path, lambda tmp: tmp.write_bytes(data))
+
+
+def atomic_write_with(path: str | os.PathLike, write: Callable[[Path], object]) -> None:
+    """Call ``write(tmp_path)`` to produce the file, then fsync it and rename it onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(path)
+    try:
+        write(tmp)
+        fsync_file(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_tree(path: Path) -> None:
+    """fsync every file and folder under ``path`` (before the tree is renamed into place)."""
+    for dirpath, _dirnames, filenames in os.walk(path):
+        for name in filenames:
+            fsync_file(Path(dirpath) / name)
+        fsync_dir(Path(dirpath))
+
+
+def commit_dir(tmp: Path, final: Path) -> None:
+    """Rename a fully written temporary folder onto ``final`` (which must not exist), durably."""
+    fsync_tree(tmp)
+    os.rename(tmp, final)
+    fsync_dir(final.parent)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a leftover temporary folder or file, if present."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,38 @@
+"""Exceptions raised by openarm_sim_dataset.
+
+Every exception about bad input names the file it concerns, so that a command-line tool can print
+``str(error)`` as its one-line message.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class DatasetError(Exception):
+    """Base class: the input cannot be used. ``path`` is the file or folder concerned."""
+
+    def __init__(self, path: str | os.PathLike | None, message: str):
+        self.path = None if path is None else os.fspath(path)
+        self.message = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class MetadataError(DatasetError):
+    """metadata.yaml (or episodes.jsonl) is missing, unreadable or breaks the schema."""
+
+
+class UnsafeNameError(DatasetError):
+    """An episode id, camera or embodiment name could escape the dataset folder."""
+
+
+class StreamError(DatasetError):
+    """A parquet stream is unreadable, has the wrong schema, or is empty where data is needed."""
+
+
+class CameraError(DatasetError):
+    """A camera folder or tar archive is missing, unsafe or holds frames that are not JPEG."""
+
+
+class OutputExistsError(DatasetError):
+    """A writer was asked to create an output that already exists."""

@@ -1,0 +1,133 @@
+"""The on-disk contract of the OpenArm Dataset layout: versions, paths, column names, name checks.
+
+Everything that builds a path inside a dataset or names a column asks this module; nothing else
+spells ``"episodes"`` or ``"state.parquet"``.
+
+Layouts (recognised from content, never from the folder's name):
+
+=============  ===========================================================================
+``unversioned``  top-level ``meta:`` key; ``episodes.jsonl``; ``obs/<side>_arm/<attr>.parquet``
+                 with a ``positions`` list column; cameras in ``<name>_image/``, ``cam_`` prefix
+``0.1.0``        ``version: 0.1.0``; ``obs|action/arms/<side>/qpos.parquet`` (``positions``)
+``0.2.0``        as 0.1.0 with a ``value`` list column
+``0.3.0``        obs in ``obs/arms/<side>/state.parquet`` (list columns per attribute), action in
+                 ``action/arms/<side>/qpos.parquet``; ``lifter/elevation.parquet``
+``0.4.0``        obs and action in ``state.parquet`` (qpos/qvel/qtorque/pose); cameras as folders of
+                 ``<ns>.jpeg`` or ``<name>.tar``
+=============  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import UnsafeNameError
+
+FORMAT_VERSION = "0.4.0"
+UNVERSIONED = "unversioned"
+KNOWN_VERSIONS = (UNVERSIONED, "0.1.0", "0.2.0", "0.3.0", "0.4.0")
+
+METADATA_FILE = "metadata.yaml"
+EPISODES_JSONL = "episodes.jsonl"  # unversioned layout only
+EPISODES_DIR = "episodes"
+CAMERAS_DIR = "cameras"
+STATE_FILE = "state.parquet"
+TAR_SUFFIX = ".tar"
+JPEG_SUFFIX = ".jpeg"
+SIM_DIR = "sim"  # per-episode folder for simulation-only files, never opened by openarm_dataset
+
+KINDS = ("obs", "action")
+ARM_SIDES = ("right", "left")
+
+EMBODIMENT_OPENARM = "OpenArm"
+EMBODIMENT_LIFTER = "OpenArmCellLifter"
+EMBODIMENT_IDS = (EMBODIMENT_OPENARM, EMBODIMENT_LIFTER)
+
+TIMESTAMP_COLUMN = "timestamp"
+#: Attributes that may appear as list columns of a ``state.parquet`` (0.3.0+).
+STATE_ATTRIBUTES = ("qpos", "qvel", "qtorque", "pose")
+#: The single list column of a per-attribute parquet file in older layouts.
+LEGACY_VALUE_COLUMNS = ("positions", "value")
+ARM_JOINTS = ("joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7", "gripper")
+#: Pose layout: position in metres (arm_origin frame), orientation as a wxyz unit quaternion.
+POSE_JOINTS = ("x", "y", "z", "qw", "qx", "qy", "qz", "gripper")
+LIFTER_JOINTS = ("elevation",)
+ARM_DOF = len(ARM_JOINTS)
+
+#: Camera renames applied when reading 0.1.0 and unversioned datasets.
+LEGACY_CAMERA_RENAMES = {"left_wrist": "wrist_left", "right_wrist": "wrist_right"}
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+_FRAME_NAME = re.compile(r"([0-9]{1,20})\.(jpeg|jpg)")
+
+
+def check_name(name: object, what: str, source: str | Path | None = None) -> str:
+    """Return ``name`` as a string that is safe as one path component, or raise UnsafeNameError.
+
+    Integers (episode ids written unquoted in YAML) are normalised to their decimal string.
+    Allowed: 1-128 characters of ``[A-Za-z0-9._-]``, not starting with ``.`` or ``-`` — so no
+    ``..``, no separators, no absolute paths, no NUL, no hidden names.
+    """
+    if isinstance(name, bool):
+        raise UnsafeNameError(source, f"{what} {name!r} is a boolean, not a name")
+    if isinstance(name, int):
+        name = str(name)
+    if not isinstance(name, str):
+        raise UnsafeNameError(source, f"{what} {name!r} is a {type(name).__name__}, not a string")
+    if not _SAFE_NAME.fullmatch(name):
+        shown = name if len(name) <= 60 else name[:57] + "..."
+        raise UnsafeNameError(
+            source, f"{what} {shown!r} is not a safe name (1-128 of A-Z a-z 0-9 . _ -, no leading . or -)"
+        )
+    return name
+
+
+def parse_frame_name(name: str) -> int | None:
+    """Return the nanosecond timestamp encoded in a frame file name ``<ns>.jpeg``, or None."""
+    m = _FRAME_NAME.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def frame_name(timestamp_ns: int) -> str:
+    """File name of a camera frame stamped ``timestamp_ns`` (integer nanoseconds)."""
+    return f"{int(timestamp_ns)}{JPEG_SUFFIX}"
+
+
+def episode_dir(root: Path, episode_id: str) -> Path:
+    """Folder of an episode (any layout). The id is checked before the path is built."""
+    return Path(root) / EPISODES_DIR / check_name(episode_id, "episode id", Path(root) / METADATA_FILE)
+
+
+def component_dir(root: Path, episode_id: str, kind: str, embodiment: str, component: str | None, version: str) -> Path:
+    """Folder holding one embodiment component's streams, e.g. ``episodes/0/obs/arms/right``."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    base = episode_dir(root, episode_id) / kind
+    if version == UNVERSIONED:
+        return base / f"{component}_arm" if component else base
+    base = base / check_name(embodiment, "embodiment name", Path(root) / METADATA_FILE)
+    return base / component if component else base
+
+
+def state_path(root: Path, episode_id: str, kind: str, embodiment: str, component: str | None) -> Path:
+    """Path of a 0.4.0 ``state.parquet``."""
+    return component_dir(root, episode_id, kind, embodiment, component, FORMAT_VERSION) / STATE_FILE
+
+
+def camera_dir(root: Path, episode_id: str, camera: str, version: str, stored_name: str | None = None) -> Path:
+    """Folder of a camera's JPEG frames. ``stored_name`` is the name used on disk (legacy layouts)."""
+    name = check_name(stored_name or camera, "camera name", Path(root) / METADATA_FILE)
+    if version == UNVERSIONED:
+        return episode_dir(root, episode_id) / f"{name}_image"
+    return episode_dir(root, episode_id) / CAMERAS_DIR / name
+
+
+def camera_tar(root: Path, episode_id: str, camera: str) -> Path:
+    """Path of a camera stored as one uncompressed tar archive (0.4.0)."""
+    return episode_dir(root, episode_id) / CAMERAS_DIR / (check_name(camera, "camera name") + TAR_SUFFIX)
+
+
+def sim_dir(root: Path, episode_id: str) -> Path:
+    """Per-episode folder of simulation-only files (sidecar, depth, labels)."""
+    return episode_dir(root, episode_id) / SIM_DIR

@@ -1,0 +1,315 @@
+"""``metadata.yaml``: load (any layout), validate with clear errors, write atomically as 0.4.0.
+
+The document is kept as a plain dict so that keys this package does not know survive a load/write
+round trip. Properties give typed, checked views of the parts the package uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import layout
+from .atomic import atomic_write_bytes
+from .errors import DatasetError, MetadataError
+
+#: metadata.yaml larger than this is refused before parsing (a real one is a few kB per 100 episodes).
+MAX_METADATA_BYTES = 64 * 1024 * 1024
+
+
+class _SafeNoAliasLoader(yaml.SafeLoader):
+    """safe_load without anchors/aliases: shuts out billion-laughs documents."""
+
+    def compose_node(self, parent, index):  # noqa: D102
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*ref) are not allowed", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data):  # noqa: D102
+        return True
+
+
+@dataclass(frozen=True)
+class Embodiment:
+    """One entry of ``equipment.embodiments``: its key (``arms``), id (``OpenArm``) and components."""
+
+    name: str
+    id: str
+    components: tuple[str, ...]  # ("right", "left") for arms, () for the lifter
+
+    @property
+    def joints(self) -> tuple[str, ...]:
+        return layout.ARM_JOINTS if self.id == layout.EMBODIMENT_OPENARM else layout.LIFTER_JOINTS
+
+    @property
+    def legacy_attributes(self) -> tuple[str, ...]:
+        """Per-attribute parquet files of layouts before 0.4.0 (and the lifter in 0.4.0)."""
+        return ("qpos",) if self.id == layout.EMBODIMENT_OPENARM else ("elevation",)
+
+
+def load_yaml_document(path: Path) -> Any:
+    """Parse a YAML file with safe_load semantics (no Python tags, no aliases), size-bounded."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise MetadataError(path, "not found") from None
+    except OSError as e:
+        raise MetadataError(path, f"cannot read: {e.strerror}") from None
+    if size > MAX_METADATA_BYTES:
+        raise MetadataError(path, f"{size} bytes is larger than the {MAX_METADATA_BYTES} allowed")
+    try:
+        text = path.read_bytes().decode("utf-8")
+        return yaml.load(text, Loader=_SafeNoAliasLoader)  # noqa: S506 - SafeLoader subclass
+    except UnicodeDecodeError:
+        raise MetadataError(path, "is not UTF-8 text") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise MetadataError(path, f"invalid YAML{where}: {problem}") from None
+
+
+def _expect(value: Any, types: type | tuple, where: str, path: Path, optional: bool = False) -> Any:
+    if value is None and optional:
+        return value
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise MetadataError(path, f"{where} must be {_type_names(types)}, not a boolean")
+    if not isinstance(value, types):
+        raise MetadataError(path, f"{where} must be {_type_names(types)}, not {type(value).__name__}")
+    return value
+
+
+def _type_names(types: type | tuple) -> str:
+    names = {dict: "a mapping", list: "a list", str: "a string", int: "an integer", bool: "a boolean", float: "a number"}
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+class Metadata:
+    """The dataset description, normalised to the 0.4.0 shape whatever layout it was read from.
+
+    ``data`` is the normalised document (unknown keys kept); ``version`` the layout it came from.
+    """
+
+    def __init__(self, data: dict, path: str | os.PathLike | None = None, version: str | None = None):
+        self.path = Path(path) if path is not None else Path(layout.METADATA_FILE)
+        self.data = data
+        self.version = version or data.get("version") or layout.FORMAT_VERSION
+        self._camera_stored: dict[str, str] = {}
+        self._validate()
+
+    # ----------------------------------------------------------------- loading
+    @classmethod
+    def load(cls, root: str | os.PathLike) -> "Metadata":
+        """Load ``<root>/metadata.yaml`` (plus ``episodes.jsonl`` for the unversioned layout)."""
+        root = Path(root)
+        path = root / layout.METADATA_FILE
+        doc = load_yaml_document(path)
+        if not isinstance(doc, dict):
+            raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
+        if "meta" in doc:
+            return cls(_convert_unversioned(doc, root), path, layout.UNVERSIONED)
+        version = doc.get("version")
+        if version not in layout.KNOWN_VERSIONS[1:]:
+            raise MetadataError(path, f"unknown version {version!r} (known: {', '.join(layout.KNOWN_VERSIONS[1:])})")
+        return cls(doc, path, version)
+
+    # -------------------------------------------------------------- validation
+    def _validate(self) -> None:
+        d, p = self.data, self.path
+        for key in ("location", "operator", "operation_type"):
+            _expect(d.get(key), (str, int, float), key, p, optional=True)
+        tasks = _expect(d.get("tasks", []) if d.get("tasks") is not None else [], list, "tasks", p)
+        for i, task in enumerate(tasks):
+            _expect(task, dict, f"tasks[{i}]", p)
+            _expect(task.get("prompt"), str, f"tasks[{i}].prompt", p, optional=True)
+            _expect(task.get("description"), str, f"tasks[{i}].description", p, optional=True)
+        episodes = _expect(d.get("episodes", []) if d.get("episodes") is not None else [], list, "episodes", p)
+        seen: set[str] = set()
+        for i, ep in enumerate(episodes):
+            _expect(ep, dict, f"episodes[{i}]", p)
+            if "id" not in ep:
+                raise MetadataError(p, f"episodes[{i}] has no id")
+            try:
+                ep_id = layout.check_name(ep["id"], f"episodes[{i}].id")
+            except DatasetError as e:
+                raise MetadataError(p, e.message) from None
+            if ep_id in seen:
+                raise MetadataError(p, f"episodes[{i}].id {ep_id!r} is listed twice")
+            seen.add(ep_id)
+            _expect(ep.get("success"), bool, f"episodes[{i}].success", p, optional=True)
+            _expect(ep.get("valid"), bool, f"episodes[{i}].valid", p, optional=True)
+            ti = _expect(ep.get("task_index"), int, f"episodes[{i}].task_index", p, optional=True)
+            if ti is not None and tasks and not 0 <= ti < len(tasks):
+                raise MetadataError(p, f"episodes[{i}].task_index {ti} is not an index of the {len(tasks)} tasks")
+        equipment = _expect(d.get("equipment"), dict, "equipment", p)
+        embodiments = _expect(equipment.get("embodiments"), dict, "equipment.embodiments", p)
+        for name, emb in embodiments.items():
+            try:
+                layout.check_name(name, "embodiment name")
+            except DatasetError as e:
+                raise MetadataError(p, f"equipment.embodiments: {e.message}") from None
+            _expect(emb, dict, f"equipment.embodiments.{name}", p)
+            if emb.get("id") not in layout.EMBODIMENT_IDS:
+                raise MetadataError(
+                    p, f"equipment.embodiments.{name}.id {emb.get('id')!r} is not one of {', '.join(layout.EMBODIMENT_IDS)}"
+                )
+        perceptions = _expect(equipment.get("perceptions", {}) or {}, dict, "equipment.perceptions", p)
+        cameras = _expect(perceptions.get("cameras", {}) or {}, dict, "equipment.perceptions.cameras", p)
+        for stored in cameras:
+            try:
+                layout.check_name(stored, "camera name")
+            except DatasetError as e:
+                raise MetadataError(p, f"equipment.perceptions.cameras: {e.message}") from None
+            canonical = stored
+            if self.version in (layout.UNVERSIONED, "0.1.0"):
+                canonical = layout.LEGACY_CAMERA_RENAMES.get(stored, stored)
+            if canonical in self._camera_stored:
+                raise MetadataError(p, f"camera {canonical!r} is declared twice")
+            self._camera_stored[canonical] = stored
+        freqs = _expect(d.get("frequencies", {}) or {}, dict, "frequencies", p)
+        for kind in ("obs", "action"):
+            for name, value in (_expect(freqs.get(kind, {}) or {}, dict, f"frequencies.{kind}", p)).items():
+                values = value.items() if isinstance(value, dict) else [(None, value)]
+                for comp, hz in values:
+                    where = f"frequencies.{kind}.{name}" + (f".{comp}" if comp else "")
+                    _check_hz(hz, where, p)
+        for name, hz in (_expect(freqs.get("cameras", {}) or {}, dict, "frequencies.cameras", p)).items():
+            _check_hz(hz, f"frequencies.cameras.{name}", p)
+        _expect(d.get("simulation"), dict, "simulation", p, optional=True)
+
+    # -------------------------------------------------------------- properties
+    @property
+    def episodes(self) -> list[dict]:
+        """Episode entries (``id`` as given; use :func:`layout.check_name` to normalise)."""
+        if self.data.get("episodes") is None:
+            self.data["episodes"] = []
+        return self.data["episodes"]
+
+    @property
+    def episode_ids(self) -> list[str]:
+        return [layout.check_name(ep["id"], "episode id") for ep in self.episodes]
+
+    @property
+    def num_episodes(self) -> int:
+        return len(self.episodes)
+
+    @property
+    def tasks(self) -> list[dict]:
+        return self.data.get("tasks") or []
+
+    @property
+    def equipment(self) -> dict:
+        return self.data["equipment"]
+
+    @property
+    def embodiments(self) -> list[Embodiment]:
+        out = []
+        for name, emb in self.equipment["embodiments"].items():
+            comps = layout.ARM_SIDES if emb["id"] == layout.EMBODIMENT_OPENARM else ()
+            out.append(Embodiment(name, emb["id"], comps))
+        return out
+
+    @property
+    def cameras(self) -> list[str]:
+        """Camera names as this package exposes them (0.1.0/unversioned wrist names renamed)."""
+        return list(self._camera_stored)
+
+    def stored_camera_name(self, camera: str) -> str:
+        """The camera's name as the dataset stores it (differs from ``camera`` only for old layouts)."""
+        return self._camera_stored[camera]
+
+    @property
+    def frequencies(self) -> dict:
+        return self.data.get("frequencies") or {}
+
+    def frequency(self, kind: str, embodiment: str, component: str | None = None) -> float | None:
+        """Declared rate in Hz of an obs/action stream or (kind ``cameras``) a camera, or None."""
+        value = self.frequencies.get(kind, {}).get(embodiment)
+        if isinstance(value, dict):
+            value = value.get(component)
+        return None if value is None else float(value)
+
+    @property
+    def simulation(self) -> dict | None:
+        """The ``simulation:`` block of a generated dataset, or None for recorded data."""
+        return self.data.get("simulation")
+
+    # ----------------------------------------------------------------- writing
+    def to_dict(self) -> dict:
+        """The document as written in the 0.4.0 layout (a deep copy; unknown keys kept)."""
+        data = copy.deepcopy(self.data)
+        data["version"] = layout.FORMAT_VERSION
+        if self.version in (layout.UNVERSIONED, "0.1.0"):
+            cams = data.get("equipment", {}).get("perceptions", {}).get("cameras")
+            if cams:
+                data["equipment"]["perceptions"]["cameras"] = {
+                    layout.LEGACY_CAMERA_RENAMES.get(k, k): v for k, v in cams.items()
+                }
+        # quote ids so the reference reader (which needs strings) reads them back
+        for ep in data.get("episodes") or []:
+            ep["id"] = layout.check_name(ep["id"], "episode id")
+        return data
+
+    def dump(self) -> bytes:
+        return yaml.dump(self.to_dict(), Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True).encode("utf-8")
+
+    def write(self, root: str | os.PathLike) -> None:
+        """Write ``<root>/metadata.yaml`` atomically in the 0.4.0 layout."""
+        atomic_write_bytes(Path(root) / layout.METADATA_FILE, self.dump())
+
+    def copy(self) -> "Metadata":
+        """An independent copy, already in 0.4.0 form."""
+        return Metadata(self.to_dict(), self.path, layout.FORMAT_VERSION)
+
+
+def _check_hz(hz: Any, where: str, path: Path) -> None:
+    if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not (hz > 0) or hz == float("inf"):
+        raise MetadataError(path, f"{where} must be a positive number of Hz, not {hz!r}")
+
+
+def _convert_unversioned(doc: dict, root: Path) -> dict:
+    """The unversioned ``meta:`` document (+ episodes.jsonl) in 0.4.0 shape."""
+    path = root / layout.METADATA_FILE
+    meta = doc["meta"]
+    if not isinstance(meta, dict):
+        raise MetadataError(path, "meta must be a mapping")
+    data = copy.deepcopy(meta)
+    eq = _expect(data.get("equipment"), dict, "meta.equipment", path)
+    try:
+        leader_version = eq["leader"]["arms"]["right_arm"]["hardware_version"]
+        follower_cams = eq["follower"].get("cameras") or {}
+    except (KeyError, TypeError, AttributeError):
+        raise MetadataError(path, "meta.equipment lacks leader.arms.right_arm or follower") from None
+    data["equipment"] = {
+        "id": eq.get("equipment_id"),
+        "version": eq.get("equipment_version"),
+        "embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM, "version": leader_version}},
+        "perceptions": {"cameras": {str(name).removeprefix("cam_"): {} for name in follower_cams}},
+    }
+    jsonl = root / layout.EPISODES_JSONL
+    episodes = []
+    try:
+        lines = jsonl.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise MetadataError(jsonl, "not found (required by the unversioned layout)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise MetadataError(jsonl, f"cannot read: {e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            episodes.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise MetadataError(jsonl, f"line {n}: invalid JSON ({e.msg})") from None
+    data["episodes"] = episodes
+    return data

@@ -1,0 +1,71 @@
+"""Pure resampling: integer-nanosecond time grids and alignment rules (timestamps in, indices out).
+
+No floats touch a timestamp: grid point k is ``start + floor(k * 1e9 / hz)`` computed exactly with
+integers, so a frame stamped exactly on a grid point is always the one picked.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+ALIGNMENTS = ("previous", "next", "nearest")
+
+
+def period_ns(hz: float) -> Fraction:
+    """The exact grid period in nanoseconds for a rate in Hz (rates are read to 1e-6 Hz)."""
+    if isinstance(hz, bool) or not isinstance(hz, (int, float, Fraction)) or not hz > 0 or hz == float("inf"):
+        raise ValueError(f"hz must be a positive finite number, not {hz!r}")
+    return Fraction(10**9) / Fraction(hz).limit_denominator(1_000_000)
+
+
+def time_grid(start_ns: int, end_ns: int, hz: float) -> np.ndarray:
+    """Grid points ``start + floor(k * period)`` with ``start <= t < end`` (int64 ns).
+
+    The half-open range matches ``numpy.arange(start, end, 1/hz)`` as openarm_dataset builds it.
+    """
+    p = period_ns(hz)
+    if end_ns <= start_ns:
+        return np.empty(0, dtype=np.int64)
+    span = end_ns - start_ns
+    # smallest n with n * p >= span: points k < n lie strictly before end
+    n = -((-span * p.denominator) // p.numerator)
+    q, r = divmod(p.numerator, p.denominator)
+    k = np.arange(n, dtype=np.int64)
+    return start_ns + k * q + (k * r) // p.denominator
+
+
+def common_range(stamp_arrays: list[np.ndarray]) -> tuple[int, int]:
+    """(latest first stamp, earliest last stamp) over non-empty arrays of sorted timestamps."""
+    starts = [int(a[0]) for a in stamp_arrays if len(a)]
+    ends = [int(a[-1]) for a in stamp_arrays if len(a)]
+    if not starts:
+        raise ValueError("no stream has any sample")
+    return max(starts), min(ends)
+
+
+def align(stamps: np.ndarray, grid: np.ndarray, how: str = "previous") -> np.ndarray:
+    """Index into ``stamps`` (sorted int64 ns) of the sample used at each grid time.
+
+    ``previous``: the latest sample at or before t (causal: never stamped after t).
+    ``next``: the first sample at or after t (openarm_dataset's rule: looks ahead).
+    ``nearest``: the closer of the two; a tie goes to the earlier sample.
+    Grid times outside the stamps' span are clipped to the first/last sample.
+    """
+    if how == "previous":
+        idx = np.searchsorted(stamps, grid, side="right") - 1
+    elif how == "next":
+        idx = np.searchsorted(stamps, grid, side="left")
+    elif how == "nearest":
+        nxt = np.clip(np.searchsorted(stamps, grid, side="left"), 0, len(stamps) - 1)
+        prv = np.clip(nxt - 1, 0, len(stamps) - 1)
+        idx = np.where(grid - stamps[prv] <= stamps[nxt] - grid, prv, nxt)
+        idx = np.where(stamps[nxt] == grid, nxt, idx)
+    else:
+        raise ValueError(f"align must be one of {ALIGNMENTS}, not {how!r}")
+    return np.clip(idx, 0, len(stamps) - 1)
+
+
+def is_strictly_increasing(stamps: np.ndarray) -> bool:
+    return bool(np.all(np.diff(stamps) > 0))

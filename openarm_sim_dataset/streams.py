@@ -1,0 +1,144 @@
+"""Parquet streams: a timestamp column plus fixed-length float32 list columns.
+
+Each file is read once with pyarrow and turned into numpy arrays without per-row Python work.
+Timestamps are returned as int64 nanoseconds whatever unit the file declares (s, ms, us, ns);
+a timestamp column that is not of an Arrow timestamp type is refused, never guessed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from . import layout
+from .atomic import atomic_write_with
+from .errors import StreamError
+
+_NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+@dataclass
+class Stream:
+    """One recorded signal: ``timestamps`` (int64 ns, Unix epoch for recorded data) and ``values``
+    (float32, shape (N, len(columns))). Units: radians / rad/s / N·m for arms, metres + wxyz for pose."""
+
+    key: str
+    path: Path
+    timestamps: np.ndarray
+    values: np.ndarray
+    columns: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+
+def read_table(path: Path) -> pa.Table:
+    """Read a whole parquet file, turning any failure into a StreamError naming the file."""
+    try:
+        return pq.read_table(path)
+    except FileNotFoundError:
+        raise StreamError(path, "not found") from None
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise StreamError(path, f"unreadable parquet ({str(e).splitlines()[0][:160]})") from None
+
+
+def timestamps_ns(table: pa.Table, path: Path) -> np.ndarray:
+    """The ``timestamp`` column as int64 nanoseconds (converted from the declared unit)."""
+    if layout.TIMESTAMP_COLUMN not in table.column_names:
+        raise StreamError(path, f"has no {layout.TIMESTAMP_COLUMN!r} column (columns: {', '.join(table.column_names)})")
+    col = table.column(layout.TIMESTAMP_COLUMN)
+    if not pa.types.is_timestamp(col.type):
+        raise StreamError(path, f"column 'timestamp' is {col.type}, expected timestamp[ns] (unit must be explicit)")
+    if col.null_count:
+        raise StreamError(path, f"column 'timestamp' has {col.null_count} null value(s)")
+    raw = col.combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    factor = _NS_PER_UNIT[col.type.unit]
+    if factor != 1:
+        limit = np.iinfo(np.int64).max // factor
+        if raw.size and (raw.max() > limit or raw.min() < -limit):
+            raise StreamError(path, f"timestamp[{col.type.unit}] values overflow nanoseconds")
+        raw = raw * factor
+    return raw
+
+
+def list_column(table: pa.Table, name: str, width: int | None, path: Path) -> np.ndarray:
+    """A list<float> column as a float32 array (N, width); null rows become NaN rows."""
+    col = table.column(name).combine_chunks()
+    typ = col.type
+    if not (pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)):
+        raise StreamError(path, f"column {name!r} is {typ}, expected list<float>")
+    if not (pa.types.is_floating(typ.value_type)):
+        raise StreamError(path, f"column {name!r} holds {typ.value_type}, expected float")
+    n = len(col)
+    lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+    valid = ~np.isnan(lengths.astype(np.float64)) if col.null_count else np.ones(n, dtype=bool)
+    lengths = lengths[valid].astype(np.int64) if col.null_count else lengths.astype(np.int64)
+    if width is None:
+        width = int(lengths[0]) if len(lengths) else 0
+    bad = np.flatnonzero(lengths != width)
+    if bad.size:
+        row = int(np.flatnonzero(valid)[bad[0]])
+        raise StreamError(path, f"column {name!r} row {row} has {int(lengths[bad[0]])} values, expected {width}")
+    flat = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    if col.null_count:
+        out = np.full((n, width), np.nan, dtype=np.float32)
+        out[valid] = flat.reshape(-1, width)
+        return out
+    return flat.reshape(n, width)
+
+
+def read_state_file(path: Path, prefix: str) -> dict[str, Stream]:
+    """Read a ``state.parquet``: one Stream per attribute column (qpos/qvel/qtorque/pose)."""
+    table = read_table(path)
+    ts = timestamps_ns(table, path)
+    out: dict[str, Stream] = {}
+    for name in table.column_names:
+        if name == layout.TIMESTAMP_COLUMN:
+            continue
+        if name not in layout.STATE_ATTRIBUTES:
+            raise StreamError(path, f"unknown column {name!r} (allowed: timestamp, {', '.join(layout.STATE_ATTRIBUTES)})")
+        columns = layout.POSE_JOINTS if name == "pose" else layout.ARM_JOINTS
+        out[f"{prefix}/{name}"] = Stream(f"{prefix}/{name}", path, ts, list_column(table, name, len(columns), path), columns)
+    return out
+
+
+def read_attribute_file(path: Path, key: str, columns: tuple[str, ...]) -> Stream:
+    """Read a per-attribute parquet of older layouts (one ``positions`` or ``value`` list column)."""
+    table = read_table(path)
+    ts = timestamps_ns(table, path)
+    names = [n for n in table.column_names if n in layout.LEGACY_VALUE_COLUMNS]
+    if len(names) != 1:
+        raise StreamError(path, f"expected one of the columns {', '.join(layout.LEGACY_VALUE_COLUMNS)}, found {table.column_names}")
+    return Stream(key, path, ts, list_column(table, names[0], len(columns), path), columns)
+
+
+def state_table(timestamps: np.ndarray, attributes: dict[str, np.ndarray]) -> pa.Table:
+    """Build the 0.4.0 ``state.parquet`` table: timestamp[ns] + list<float32> per attribute."""
+    ts = np.asarray(timestamps, dtype=np.int64)
+    arrays = [pa.array(ts, type=pa.timestamp("ns"))]
+    names = [layout.TIMESTAMP_COLUMN]
+    for name, values in attributes.items():
+        v = np.ascontiguousarray(values, dtype=np.float32)
+        if v.ndim != 2 or v.shape[0] != ts.shape[0]:
+            raise ValueError(f"{name}: shape {v.shape} does not match {ts.shape[0]} timestamps")
+        offsets = np.arange(0, v.size + 1, v.shape[1], dtype=np.int32)
+        arrays.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(v.reshape(-1), type=pa.float32())))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def legacy_value_table(timestamps: np.ndarray, values: np.ndarray) -> pa.Table:
+    """A per-attribute table with a ``value`` list column (the lifter's format in 0.4.0)."""
+    t = state_table(timestamps, {"value": values})
+    return t
+
+
+def write_table(path: str | os.PathLike, table: pa.Table) -> None:
+    """Write a parquet table atomically (with column statistics, as the reference writer does)."""
+    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp))

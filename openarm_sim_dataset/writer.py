@@ -1,0 +1,148 @@
+"""Writing 0.4.0 episodes: the episode tree, and the commit protocol of a recorder.
+
+Commit protocol (as a teleop recorder does it): an episode is written into ``episodes/.tmp-<id>...``,
+fsynced, renamed to ``episodes/<id>``, and only then appended to ``metadata.yaml`` (atomically).
+A process killed at any point leaves a dataset whose listed episodes are all complete; leftovers
+(temporary folders, or an episode folder renamed but never listed) are removed by
+:func:`remove_uncommitted` before the next run, and never consume an index.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from . import layout
+from .atomic import TMP_PREFIX, commit_dir, remove_tree, tmp_name
+from .camera import write_camera_dir, write_camera_tar
+from .errors import OutputExistsError
+from .metadata import Metadata
+from .streams import legacy_value_table, state_table
+
+CAMERA_FORMATS = ("dir", "tar")
+
+
+@dataclass
+class ComponentStreams:
+    """All attributes of one embodiment component sharing one timestamp array (int64 ns)."""
+
+    timestamps: np.ndarray
+    attributes: dict[str, np.ndarray]  # attribute -> (N, width) float32; "elevation" for the lifter
+
+
+@dataclass
+class EpisodeData:
+    """Everything one episode stores. Keys of ``obs``/``action`` are ``(embodiment, component)``,
+    component None for the lifter. ``cameras`` map a name to ``(timestamp_ns, jpeg_bytes)`` pairs.
+    ``files`` are extra files (relative path inside the episode -> bytes or a source Path),
+    e.g. the simulation sidecar under ``sim/``."""
+
+    obs: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
+    action: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
+    cameras: dict[str, Iterable[tuple[int, bytes]]] = field(default_factory=dict)
+    files: dict[str, bytes | Path] = field(default_factory=dict)
+
+
+def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "dir") -> None:
+    """Write an episode's files under ``ep_dir`` (a temporary folder: nothing here is atomic)."""
+    if camera_format not in CAMERA_FORMATS:
+        raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
+    for kind, groups in (("obs", data.obs), ("action", data.action)):
+        for (embodiment, component), comp in groups.items():
+            base = ep_dir / kind / layout.check_name(embodiment, "embodiment name")
+            if component is not None:
+                path = base / layout.check_name(component, "component") / layout.STATE_FILE
+                table = state_table(comp.timestamps, comp.attributes)
+            else:
+                ((attr, values),) = comp.attributes.items()
+                path = base / f"{layout.check_name(attr, 'attribute')}.parquet"
+                table = legacy_value_table(comp.timestamps, values)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, path)
+    for name, frames in data.cameras.items():
+        cam_dir = ep_dir / layout.CAMERAS_DIR
+        cam_dir.mkdir(parents=True, exist_ok=True)
+        name = layout.check_name(name, "camera name")
+        if camera_format == "dir":
+            write_camera_dir(cam_dir / name, frames)
+        else:
+            write_camera_tar(cam_dir / (name + layout.TAR_SUFFIX), frames)
+    for rel, content in data.files.items():
+        parts = Path(rel).parts
+        for part in parts:
+            layout.check_name(part, "file name")
+        dest = ep_dir.joinpath(*parts)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copyfile(content, dest)
+        else:
+            dest.write_bytes(content)
+
+
+def commit_episode(root: Path, meta: Metadata, entry: Mapping, data: EpisodeData, camera_format: str = "dir") -> None:
+    """Write one episode into ``root`` and list it in metadata.yaml (in that order).
+
+    ``entry`` is the metadata entry (``id`` required); ``meta`` is updated in memory and on disk.
+    """
+    root = Path(root)
+    episode_id = layout.check_name(entry["id"], "episode id", root / layout.METADATA_FILE)
+    final = layout.episode_dir(root, episode_id)
+    if final.exists():
+        raise OutputExistsError(final, "episode folder already exists")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(final)
+    try:
+        write_episode_tree(tmp, data, camera_format)
+        commit_dir(tmp, final)
+    except BaseException:
+        remove_tree(tmp)
+        raise
+    meta.episodes.append(dict(entry, id=episode_id))
+    meta.write(root)
+
+
+def remove_uncommitted(root: Path, meta: Metadata) -> list[Path]:
+    """Remove temporary episode folders and episode folders that metadata.yaml does not list.
+
+    Returns what was removed. Only names this package could have created are touched.
+    """
+    root = Path(root)
+    episodes = root / layout.EPISODES_DIR
+    removed: list[Path] = []
+    if not episodes.is_dir():
+        return removed
+    listed = set(meta.episode_ids)
+    for entry in os.scandir(episodes):
+        p = Path(entry.path)
+        if entry.name.startswith(TMP_PREFIX) or (entry.is_dir(follow_symlinks=False) and entry.name not in listed):
+            remove_tree(p)
+            removed.append(p)
+    for leftover in root.glob(f"{TMP_PREFIX}{layout.METADATA_FILE}*"):
+        leftover.unlink(missing_ok=True)
+        removed.append(leftover)
+    return removed
+
+
+def create_dataset_root(out: Path) -> Path:
+    """A fresh temporary sibling of ``out`` in which a whole dataset is built before its rename."""
+    out = Path(out)
+    if out.exists():
+        raise OutputExistsError(out, "already exists (refusing to overwrite)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(out)
+    tmp.mkdir()
+    return tmp
+
+
+def finish_dataset_root(tmp: Path, out: Path) -> None:
+    """Rename a completely written dataset into place (refusing if ``out`` appeared meanwhile)."""
+    if Path(out).exists():
+        remove_tree(tmp)
+        raise OutputExistsError(out, "already exists (refusing to overwrite)")
+    commit_dir(tmp, Path(out))
