@@ -153,9 +153,17 @@ class Dataset:
         ep_id = self.episode_id(episode)
         stored = self.meta.stored_camera_name(name)
         path = layout.camera_dir(self.root, ep_id, name, self.version, stored)
-        if self.version == layout.UNVERSIONED and not path.exists() and stored.endswith("_wrist"):
+        fallbacks = []
+        if self.version == layout.UNVERSIONED and stored.endswith("_wrist"):
             # the oldest recorder named wrist camera folders <side>_image
-            path = layout.camera_dir(self.root, ep_id, name, self.version, stored.removesuffix("_wrist"))
+            fallbacks.append(stored.removesuffix("_wrist"))
+        # openarm_dataset's write of a 0.1.0 dataset renames wrist cameras in metadata.yaml but
+        # not on disk: accept the old folder name so that its output stays readable
+        fallbacks += [old for old, new in layout.LEGACY_CAMERA_RENAMES.items() if new == name]
+        for alt in fallbacks:
+            if path.exists() or path.with_name(path.name + layout.TAR_SUFFIX).exists():
+                break
+            path = layout.camera_dir(self.root, ep_id, name, self.version, alt)
         return Camera(name, path)
 
     def load_cameras(self, episode: EpisodeRef) -> dict[str, Camera]:

@@ -31,6 +31,12 @@ def time_grid(start_ns: int, end_ns: int, hz: float) -> np.ndarray:
     span = end_ns - start_ns
     # smallest n with n * p >= span: points k < n lie strictly before end
     n = -((-span * p.denominator) // p.numerator)
+    return grid_points(start_ns, n, hz)
+
+
+def grid_points(start_ns: int, n: int, hz: float) -> np.ndarray:
+    """The first ``n`` points ``start + floor(k * 1e9 / hz)`` of a grid, exactly (int64 ns)."""
+    p = period_ns(hz)
     q, r = divmod(p.numerator, p.denominator)
     k = np.arange(n, dtype=np.int64)
     return start_ns + k * q + (k * r) // p.denominator

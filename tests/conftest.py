@@ -1,0 +1,71 @@
+"""Shared test helpers: fixture locations and the comparison against openarm_dataset."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+REPO = Path(__file__).resolve().parents[1]
+OWN_FIXTURES = REPO / "tests" / "fixture"
+REF_FIXTURES = REPO.parent / "shared" / "fixtures" / "openarm_dataset"
+OWN_LAYOUTS = sorted(p.name for p in OWN_FIXTURES.iterdir() if p.is_dir())
+REF_LAYOUTS = sorted(p.name for p in REF_FIXTURES.iterdir() if p.is_dir()) if REF_FIXTURES.is_dir() else []
+
+
+def fixture_path(kind: str, name: str) -> Path:
+    """kind 'own' (tests/fixture) or 'ref' (../shared, skipped when absent)."""
+    if kind == "ref":
+        if not REF_FIXTURES.is_dir():
+            pytest.skip("../shared/fixtures/openarm_dataset is absent")
+        return REF_FIXTURES / name
+    return OWN_FIXTURES / name
+
+
+ALL_FIXTURES = [("own", n) for n in OWN_LAYOUTS] + [("ref", n) for n in REF_LAYOUTS or ["dataset_0.3.0"]]
+
+RENAMES = {"left_wrist": "wrist_left", "right_wrist": "wrist_right"}
+
+
+def assert_reads_like_reference(ours_path: Path, ref_path: Path | None = None, renamed: bool = False) -> int:
+    """Every stream and camera of ``ours_path`` read by us equals ``ref_path`` read by openarm_dataset.
+
+    Returns the number of values compared (so a test can assert it compared something).
+    """
+    import openarm_dataset as od
+
+    from openarm_sim_dataset import Dataset
+
+    ours = Dataset(ours_path)
+    ref = od.Dataset(ref_path or ours_path)
+    assert ours.num_episodes == ref.num_episodes
+    compared = 0
+    for i, ref_ep in enumerate(ref.meta.episodes):
+        assert ours.episode_id(i) == str(ref_ep["id"])
+        for loader in ("load_obs", "load_action"):
+            for unixtime in (False, True):
+                r = getattr(ref, loader)(ref_ep, use_unixtime=unixtime)
+                o = getattr(ours, loader)(i, use_unixtime=unixtime)
+                assert list(r) == list(o), (loader, list(r), list(o))
+                for key in r:
+                    assert list(r[key].columns) == list(o[key].columns), key
+                    np.testing.assert_array_equal(r[key].index.to_numpy(), o[key].index.to_numpy())
+                    np.testing.assert_array_equal(r[key].to_numpy(np.float32), o[key].to_numpy(np.float32))
+                    compared += r[key].size
+        rc = ref.load_cameras(ref_ep)
+        oc = ours.load_cameras(i)
+        names = {(RENAMES.get(n, n) if renamed else n): n for n in rc}
+        assert set(names) == set(oc)
+        for ours_name, ref_name in names.items():
+            rcam, ocam = rc[ref_name], oc[ours_name]
+            assert rcam.num_frames == ocam.num_frames > 0
+            np.testing.assert_array_equal(np.array(rcam.load_timestamps()), ocam.timestamps / 1e9)
+            for j in range(rcam.num_frames):
+                assert rcam.get_frame(j)._read_bytes() == ocam.get_frame(j).read_bytes()
+                compared += 1
+            np.testing.assert_array_equal(rcam.get_frame(0).load(), ocam.get_frame(0).load())
+    return compared
