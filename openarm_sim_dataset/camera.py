@@ -77,6 +77,8 @@ def decode_jpeg(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndarray:
             return np.asarray(im)
     except CameraError:
         raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise CameraError(path, f"declares more than the {MAX_FRAME_PIXELS} pixels allowed (decompression bomb)") from None
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise CameraError(path, f"not a decodable JPEG ({str(e).splitlines()[0][:120]})") from None
 
