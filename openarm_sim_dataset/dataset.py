@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import layout, sampler
+from . import layout, sampler, sidecar
 from .camera import Camera, Frame
 from .errors import CameraError, DatasetError, StreamError
 from .metadata import Metadata
@@ -89,6 +89,11 @@ class Dataset:
     @property
     def episodes(self) -> list[dict]:
         return self.meta.episodes
+
+    @property
+    def episode_ids(self) -> list[str]:
+        """Episode ids in metadata order (integers normalised to strings)."""
+        return self.meta.episode_ids
 
     @property
     def camera_names(self) -> list[str]:
@@ -200,15 +205,20 @@ class Dataset:
             for ep in episodes:
                 yield from self._sample_episode(ep, hz, align, (pool, workers))
 
-    def _sim_streams(self, ep_id: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Simulation streams to resample with the rest (none for recorded data)."""
-        return {}
+    def sim_streams(self, episode: EpisodeRef) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Simulation streams of a generated episode (empty for recorded data): ``object_pose``,
+        ``cam_pos/<cam>``, ``cam_mat/<cam>``, ``depth/<cam>``, ``labels/<cam>`` as
+        (frame timestamps in int64 ns, per-frame arrays). See :mod:`openarm_sim_dataset.sidecar`."""
+        folder = layout.sim_dir(self.root, self.episode_id(episode))
+        if not (folder / sidecar.SIDECAR_FILE).is_file():
+            return {}
+        return sidecar.sim_streams(folder, self.camera_names)
 
     def _sample_episode(self, episode: dict, hz: float, how: str, pool) -> Iterator[Sample]:
         ep_id = self.episode_id(episode)
         groups = {"obs": self.streams(episode, "obs"), "action": self.streams(episode, "action")}
         cameras = self.load_cameras(episode)
-        sim = self._sim_streams(ep_id)
+        sim = self.sim_streams(episode)
         stamp_arrays = []
         for kind, streams in groups.items():
             for key, s in streams.items():

@@ -1,0 +1,142 @@
+"""The simulation sidecar: exact float64 physics stream of an episode, plus lossless depth/labels.
+
+Files (per episode, under ``episodes/<id>/sim/``, never opened by openarm_dataset):
+
+``sidecar.npz`` (float64 unless noted)
+    ``initial_state``   (S,)        mjSTATE_INTEGRATION before the first physics step
+    ``physics_ctrl``    (T, nu)     the control applied at every physics step
+    ``step``            (F,)        physics step index of each camera frame (state before that step)
+    ``time``            (F,)        simulated time of each frame, seconds
+    ``frame_timestamp`` (F,) int64  dataset timestamp of each frame, nanoseconds
+    ``state``           (F, S)      mjSTATE_INTEGRATION at each frame
+    ``qpos`` / ``qvel`` (F, nq/nv)  full generalized state (objects included)
+    ``object_pose``     (F, 3, 7)   red/green/blue cube: position (m, world) + quaternion (wxyz)
+    ``cam_pos_<cam>``   (F, 3)      camera position, world, metres
+    ``cam_mat_<cam>``   (F, 9)      camera orientation, row-major 3x3 world-from-camera rotation
+                                    (MuJoCo convention: camera looks along its -z, +y is image up)
+``frames.npz``
+    ``depth_<cam>``     (F, H, W) float32  metres along the optical axis
+    ``labels_<cam>``    (F, H, W) uint8    see ``LABELS``
+
+npz files are written with fixed zip timestamps so that regeneration is byte-identical, and read
+with ``allow_pickle=False``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import atomic_write_bytes
+from .errors import DatasetError
+
+SCHEMA_VERSION = 1
+SIDECAR_FILE = "sidecar.npz"
+FRAMES_FILE = "frames.npz"
+LABELS = {0: "background", 1: "floor", 2: "table", 3: "robot", 4: "red_cube", 5: "green_cube", 6: "blue_cube", 7: "tray"}
+OBJECTS = ("red_cube", "green_cube", "blue_cube")
+
+
+class SidecarError(DatasetError):
+    """A sidecar or frames npz is unreadable or breaks the schema."""
+
+
+def expected_shapes(cameras: list[str], nq: int, nv: int, nu: int, state_size: int) -> dict[str, tuple]:
+    """Shape of each sidecar array; -1 stands for the frame count F (or step count T)."""
+    shapes: dict[str, tuple] = {
+        "initial_state": (state_size,),
+        "physics_ctrl": (-2, nu),
+        "step": (-1,),
+        "time": (-1,),
+        "frame_timestamp": (-1,),
+        "state": (-1, state_size),
+        "qpos": (-1, nq),
+        "qvel": (-1, nv),
+        "object_pose": (-1, len(OBJECTS), 7),
+    }
+    for cam in cameras:
+        shapes[f"cam_pos_{cam}"] = (-1, 3)
+        shapes[f"cam_mat_{cam}"] = (-1, 9)
+    return shapes
+
+
+def check_arrays(arrays: dict[str, np.ndarray], shapes: dict[str, tuple], path: str | os.PathLike) -> list[str]:
+    """Problems (empty list if none) of sidecar arrays against ``expected_shapes``."""
+    problems = []
+    sizes: dict[int, int] = {}
+    for key, shape in shapes.items():
+        if key not in arrays:
+            problems.append(f"missing array {key!r}")
+            continue
+        a = arrays[key]
+        want_dtype = np.int64 if key == "frame_timestamp" else np.float64
+        if a.dtype != want_dtype:
+            problems.append(f"{key} is {a.dtype}, expected {np.dtype(want_dtype)}")
+        if a.ndim != len(shape):
+            problems.append(f"{key} has shape {a.shape}, expected {shape}")
+            continue
+        for dim, want in zip(a.shape, shape):
+            if want < 0:
+                if sizes.setdefault(want, dim) != dim:
+                    problems.append(f"{key} has {dim} rows, other arrays have {sizes[want]}")
+            elif dim != want:
+                problems.append(f"{key} has shape {a.shape}, expected {shape}")
+    return problems
+
+
+def save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], compress: bool = False) -> None:
+    """Write arrays as an .npz atomically, byte-reproducibly (fixed zip member timestamps)."""
+    atomic_write_bytes(path, npz_bytes(arrays, compress))
+
+
+def npz_bytes(arrays: dict[str, np.ndarray], compress: bool = False) -> bytes:
+    """An .npz as bytes, with fixed zip member timestamps (same input, same bytes)."""
+    buf = io.BytesIO()
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(buf, "w", compression=method) as zf:
+        for key, value in arrays.items():
+            b = io.BytesIO()
+            np.lib.format.write_array(b, np.ascontiguousarray(value), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, b.getvalue())
+    return buf.getvalue()
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load every array of an .npz with ``allow_pickle=False``; failures name the file."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise SidecarError(path, "not found") from None
+    except ValueError as e:
+        raise SidecarError(path, f"refused: {str(e).splitlines()[0][:160]}") from None
+    except (OSError, zipfile.BadZipFile, EOFError) as e:
+        raise SidecarError(path, f"unreadable npz ({str(e).splitlines()[0][:160]})") from None
+
+
+def sim_streams(sim_dir: Path, cameras: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-frame simulation streams of an episode, keyed for :class:`Sample.sim`:
+    ``object_pose``, ``cam_pos/<cam>``, ``cam_mat/<cam>``, ``depth/<cam>``, ``labels/<cam>``,
+    each as (frame timestamps int64 ns, array with frames on axis 0)."""
+    side = load_npz(sim_dir / SIDECAR_FILE)
+    if "frame_timestamp" not in side:
+        raise SidecarError(sim_dir / SIDECAR_FILE, "missing array 'frame_timestamp'")
+    ts = side["frame_timestamp"]
+    out = {"object_pose": (ts, side["object_pose"])}
+    frames_path = sim_dir / FRAMES_FILE
+    frames = load_npz(frames_path) if frames_path.exists() else {}
+    for cam in cameras:
+        for key in ("cam_pos", "cam_mat"):
+            if f"{key}_{cam}" in side:
+                out[f"{key}/{cam}"] = (ts, side[f"{key}_{cam}"])
+        for key in ("depth", "labels"):
+            if f"{key}_{cam}" in frames:
+                out[f"{key}/{cam}"] = (ts, frames[f"{key}_{cam}"])
+    return out

@@ -1,0 +1,294 @@
+"""Generate a simulated dataset: episodes from seeds, recorded, committed one by one, resumable.
+
+Episode ``i`` of seed ``S`` depends on ``numpy.random.default_rng([S, i])`` only, so any range of
+episodes can be generated alone (``episode_range``) and shards merge into the same dataset as one
+run. A run on an existing output resumes: leftovers of an interrupted episode are removed, listed
+episodes are kept, and arguments that contradict the stored ``simulation:`` block are refused.
+One process at a time may write an output (an ``fcntl`` lock the kernel releases if it dies).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import multiprocessing as mp
+import os
+import platform
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from .. import __version__, layout, sidecar
+from ..errors import DatasetError
+from ..metadata import Metadata
+from ..writer import commit_episode, remove_uncommitted
+from .randomize import episode_params
+from .recorder import RecordConfig, RecordedEpisode, record_episode
+from .render import SimRenderer
+from .scene import SceneConfig, asset_hashes, build_model, model_hash
+
+LOCK_FILE = ".lock"
+SEED_RULE = "episode i draws only from numpy.random.default_rng([seed, i])"
+
+
+class GenerateError(DatasetError):
+    """Generation refused: contradicting arguments, or another writer holds the output."""
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Everything that defines a generated dataset besides the episode range."""
+
+    seed: int = 0
+    sigma: float = 0.0
+    retry: bool = False
+    scene: SceneConfig = field(default_factory=SceneConfig)
+    record: RecordConfig = field(default_factory=RecordConfig)
+    camera_format: str = "dir"
+    max_time: float = 12.0
+
+
+# ------------------------------------------------------------------ provenance
+def _git_commit() -> str | None:
+    try:
+        root = Path(__file__).resolve().parents[2]
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRenderer) -> dict:
+    """The ``simulation:`` block of metadata.yaml: everything needed to replay and to judge replay."""
+    sc, rc = cfg.scene, cfg.record
+    cams = {}
+    for c in sc.cameras:
+        cams[c] = {
+            "K": renderer.intrinsics(c).round(12).tolist(),
+            "width": sc.width,
+            "height": sc.height,
+            "pixel_convention": "origin top-left, u right, v down, pixel centres at integer coordinates",
+            "K_frame": "OpenCV camera frame: x right, y down, z forward",
+            "cam_mat": "row-major 3x3 world-from-camera rotation, MuJoCo camera axes (x right, y up, looks along -z)",
+            "cam_pos": "camera position in the world frame, metres",
+        }
+    return {
+        "schema_version": sidecar.SCHEMA_VERSION,
+        "simulator": "MuJoCo",
+        "mujoco_version": mujoco.__version__,
+        "model_sha256": model_hash(model),
+        "model_sha256_of": "the compiled model saved as MJB (mj_saveModel)",
+        "asset_sha256": asset_hashes(),
+        "seed": int(cfg.seed),
+        "seed_rule": SEED_RULE,
+        "sigma_m": float(cfg.sigma),
+        "retry": bool(cfg.retry),
+        "timestep_s": float(model.opt.timestep),
+        "state_hz": float(rc.state_hz),
+        "camera_hz": float(rc.camera_hz),
+        "jpeg_quality": int(rc.jpeg_quality),
+        "max_time_s": float(cfg.max_time),
+        "scene": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(sc).items()},
+        "cameras": cams,
+        "labels": {int(k): v for k, v in sidecar.LABELS.items()},
+        "depth_unit": "metres along the optical axis (float32)",
+        "sidecar": f"episodes/<id>/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE} and {sidecar.FRAMES_FILE}",
+        "timestamps": "episode_base_ns(index) + step * timestep_ns; base = 1.9e18 + index * 1e12",
+        "generator": {"name": "openarm_sim_dataset", "version": __version__, "git_commit": _git_commit()},
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "gl_renderer": renderer.gl_renderer,
+    }
+
+
+#: Keys of the simulation block that a resumed run must match exactly.
+IDENTITY_KEYS = ("simulator", "mujoco_version", "model_sha256", "seed", "sigma_m", "retry", "timestep_s",
+                 "state_hz", "camera_hz", "jpeg_quality", "max_time_s", "scene")
+
+
+def dataset_metadata(cfg: GenerateConfig, sim: dict) -> Metadata:
+    sc, rc = cfg.scene, cfg.record
+    data = {
+        "version": layout.FORMAT_VERSION,
+        "location": "simulation",
+        "operator": "openarm_sim_dataset.sim",
+        "operation_type": "simulation",
+        "tasks": [{"prompt": "Put the red cube in the tray.",
+                   "description": "Scripted top-down pick-and-place of the red 40 mm cube into the tray with the right arm."}],
+        "episodes": [],
+        "equipment": {
+            "id": "OpenArm-MuJoCo",
+            "version": "openarm_bimanual v2",
+            "embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM, "version": "2.0"}},
+            "perceptions": {"cameras": {c: {"width": sc.width, "height": sc.height} for c in sc.cameras}},
+        },
+        "frequencies": {
+            "obs": {"arms": {s: float(rc.state_hz) for s in layout.ARM_SIDES}},
+            "action": {"arms": {s: float(rc.state_hz) for s in layout.ARM_SIDES}},
+            "cameras": {c: float(rc.camera_hz) for c in sc.cameras},
+        },
+        "simulation": sim,
+    }
+    return Metadata(data)
+
+
+def check_compatible(existing: dict | None, wanted: dict, path: Path) -> None:
+    """Refuse to extend a dataset whose simulation block contradicts this run, naming what differs."""
+    if existing is None:
+        raise GenerateError(path, "exists but is not a simulated dataset (no simulation block)")
+    diffs = [k for k in IDENTITY_KEYS if existing.get(k) != wanted.get(k)]
+    if existing.get("cameras", {}).keys() != wanted.get("cameras", {}).keys():
+        diffs.append("cameras")
+    if diffs:
+        detail = "; ".join(f"{k}: stored {existing.get(k)!r} vs now {wanted.get(k)!r}" for k in diffs if k not in ("scene", "cameras"))
+        if "scene" in diffs:
+            detail += ("; " if detail else "") + "scene configuration differs"
+        if "cameras" in diffs:
+            detail += ("; " if detail else "") + f"cameras: stored {sorted(existing.get('cameras', {}))} vs now {sorted(wanted.get('cameras', {}))}"
+        raise GenerateError(path, f"arguments contradict the existing dataset ({detail})")
+
+
+# --------------------------------------------------------------------- workers
+_WORKER: dict = {}
+
+
+def _worker_init(cfg: GenerateConfig) -> None:
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    model = build_model(cfg.scene)
+    _WORKER.update(cfg=cfg, model=model, renderer=SimRenderer(model, cfg.scene))
+
+
+def _run_one(index: int) -> tuple[int, RecordedEpisode]:
+    cfg: GenerateConfig = _WORKER["cfg"]
+    params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+    rec = record_episode(_WORKER["model"], _WORKER["renderer"], params, index, cfg.record, cfg.max_time)
+    return index, rec
+
+
+def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict:
+    r = rec.result
+    params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+    return {
+        "id": str(index),
+        "success": bool(r.success),
+        "task_index": 0,
+        "outcome": r.outcome,
+        "knocked_over": bool(r.knocked_over),
+        "attempts": int(r.attempts),
+        "seed_inputs": {"seed": int(cfg.seed), "index": int(index)},
+        "initial_cubes": [[round(float(v), 6) for v in pose] for pose in params.cube_poses],
+        "steps": int(r.steps),
+    }
+
+
+@dataclass
+class GenerateSummary:
+    """Outcome of a generation run over the requested range (episodes found + made)."""
+
+    episodes: list[dict]
+    made: int
+    skipped: int
+
+    @property
+    def successes(self) -> int:
+        return sum(bool(e.get("success")) for e in self.episodes)
+
+    def wilson(self, z: float = 1.959964) -> tuple[float, float]:
+        return wilson_interval(self.successes, len(self.episodes), z)
+
+    def categories(self) -> Counter:
+        return Counter(e.get("outcome", "unknown") for e in self.episodes)
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion k/n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+class _Lock:
+    def __init__(self, root: Path):
+        self.path = root / LOCK_FILE
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise GenerateError(root, "another process is writing this dataset (lock held); try again when it ends") from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _open_output(out: Path, cfg: GenerateConfig, sim: dict) -> Metadata:
+    """Create the output (metadata without episodes) or load and check an existing one."""
+    meta_path = out / layout.METADATA_FILE
+    if meta_path.exists():
+        meta = Metadata.load(out)
+        check_compatible(meta.simulation, sim, meta_path)
+        return meta
+    if out.exists() and any(p.name != LOCK_FILE and not p.name.startswith(".tmp-") for p in out.iterdir()):
+        raise GenerateError(out, "exists, is not empty and has no metadata.yaml")
+    meta = dataset_metadata(cfg, sim)
+    meta.write(out)
+    return meta
+
+
+def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = GenerateConfig(), workers: int = 1,
+             progress: Callable[[int, dict], None] | None = None) -> GenerateSummary:
+    """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _Lock(out)
+    try:
+        model = build_model(cfg.scene)
+        # workers are spawned (never forked), so this process's GL context is not inherited
+        renderer = SimRenderer(model, cfg.scene)
+        sim = simulation_block(cfg, model, renderer)
+        meta = _open_output(out, cfg, sim)
+        remove_uncommitted(out, meta)
+        have = {e: ep for e, ep in zip(meta.episode_ids, meta.episodes)}
+        todo = [i for i in indices if str(i) not in have]
+        summary = GenerateSummary([have[str(i)] for i in indices if str(i) in have], 0, len(indices) - len(todo))
+        for index, rec in _record_all(todo, cfg, workers, model, renderer):
+            entry = episode_entry(index, rec, cfg)
+            commit_episode(out, meta, entry, rec.data, cfg.camera_format)
+            summary.episodes.append(entry)
+            summary.made += 1
+            if progress:
+                progress(index, entry)
+        renderer.close()
+        summary.episodes.sort(key=lambda e: int(e["id"]))
+        return summary
+    finally:
+        lock.release()
+
+
+def _record_all(todo: list[int], cfg: GenerateConfig, workers: int, model, renderer) -> Iterator[tuple[int, RecordedEpisode]]:
+    if not todo:
+        return
+    if workers <= 1:
+        for i in todo:
+            params = episode_params(cfg.seed, i, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+            yield i, record_episode(model, renderer, params, i, cfg.record, cfg.max_time)
+        return
+    # spawn: a GL context must never be inherited through fork
+    with mp.get_context("spawn").Pool(workers, initializer=_worker_init, initargs=(cfg,)) as pool:
+        yield from pool.imap(_run_one, todo)
+
+

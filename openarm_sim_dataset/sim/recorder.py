@@ -1,0 +1,161 @@
+"""Record one simulated episode into the OpenArm 0.4.0 layout plus the exact-replay sidecar.
+
+Time: physics step ``s`` happens at simulated time ``s * timestep``; its dataset timestamp is
+``episode_base_ns(index) + s * timestep_ns`` (integer ns, Unix-epoch magnitude so all frame file
+names have the same digit count). Obs/action are sampled every ``timestep * state_hz``-th step,
+camera frames every ``camera_hz``-th step, always from the state *before* that step's integration
+(the state the control is applied to), after ``mj_kinematics``/``mj_camlight`` so that rendered
+poses belong to the stored qpos. Those two calls only recompute derived quantities; the physics
+stream stays bit-identical to a replay without them (tested).
+
+Streams per arm (8 values: joint1..7, gripper): obs ``qpos`` (rad; gripper: finger joint, m),
+``qvel`` (rad/s), ``qtorque`` (actuator force of the physics step that ended at the sample, N·m;
+gripper N); action ``qpos``: the position targets the controller commanded (tracked) at that step.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from PIL import Image
+
+from .. import layout, sidecar
+from ..writer import ComponentStreams, EpisodeData
+from .pick_place import EpisodeParams, EpisodeResult, run_episode
+from .render import SimRenderer
+from .scene import CUBE_NAMES, arm_index, cube_qpos_adr
+
+#: Dataset timestamp of episode 0's first step: 2030-03-17 (Unix ns), 20 digits like real data.
+SIM_EPOCH_NS = 1_900_000_000 * 10**9
+#: Episodes are spaced 1000 s apart on the dataset clock (an episode lasts < 20 s).
+EPISODE_SPACING_NS = 1_000 * 10**9
+
+
+def episode_base_ns(index: int) -> int:
+    """Dataset timestamp (ns) of physics step 0 of episode ``index``: a pure function of the index."""
+    return SIM_EPOCH_NS + int(index) * EPISODE_SPACING_NS
+
+
+@dataclass(frozen=True)
+class RecordConfig:
+    """Recording rates and image encoding. Rates must divide the physics rate exactly."""
+
+    state_hz: float = 250.0
+    camera_hz: float = 10.0
+    jpeg_quality: int = 90
+
+    def every(self, timestep: float) -> tuple[int, int]:
+        """(physics steps per state sample, per camera frame)."""
+        out = []
+        for name, hz in (("state_hz", self.state_hz), ("camera_hz", self.camera_hz)):
+            n = 1.0 / (hz * timestep)
+            if not hz > 0 or abs(n - round(n)) > 1e-9 or round(n) < 1:
+                raise ValueError(f"{name} {hz:g} does not divide the physics rate {1 / timestep:g} Hz")
+            out.append(int(round(n)))
+        return out[0], out[1]
+
+
+@dataclass
+class RecordedEpisode:
+    """A recorded episode ready for the writer, and the controller's result."""
+
+    data: EpisodeData
+    result: EpisodeResult
+    sidecar: dict[str, np.ndarray]
+    frames: dict[str, np.ndarray]
+
+
+def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def record_episode(model: mujoco.MjModel, renderer: SimRenderer, params: EpisodeParams, index: int,
+                   rec: RecordConfig = RecordConfig(), max_time: float = 12.0) -> RecordedEpisode:
+    """Run the scripted episode ``params`` and record every stream (see module doc)."""
+    dt = float(model.opt.timestep)
+    dt_ns = int(round(dt * 1e9))
+    state_every, cam_every = rec.every(dt)
+    base = episode_base_ns(index)
+    arms = {side: arm_index(model, side) for side in layout.ARM_SIDES}
+    cube_adr = [cube_qpos_adr(model, name)[0] for name in CUBE_NAMES]
+    cameras = list(renderer.cameras)
+    nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+
+    ctrl_log: list[np.ndarray] = []
+    state_steps: list[int] = []
+    obs = {side: {"qpos": [], "qvel": [], "qtorque": []} for side in layout.ARM_SIDES}
+    act = {side: [] for side in layout.ARM_SIDES}
+    f_step, f_state, f_qpos, f_qvel, f_obj = [], [], [], [], []
+    f_cam = {c: ([], []) for c in cameras}
+    jpegs = {c: [] for c in cameras}
+    depth = {c: [] for c in cameras}
+    labels = {c: [] for c in cameras}
+
+    def on_step(data: mujoco.MjData, s: int, ctrl: np.ndarray) -> None:
+        ctrl_log.append(ctrl)
+        if s % state_every == 0:
+            state_steps.append(s)
+            for side, a in arms.items():
+                o = obs[side]
+                o["qpos"].append(data.qpos[a.qpos])
+                o["qvel"].append(data.qvel[a.qvel])
+                o["qtorque"].append(data.actuator_force[a.actuators])
+                act[side].append(ctrl[a.actuators])
+        if s % cam_every == 0:
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_camlight(model, data)
+            st = np.empty(nstate)
+            mujoco.mj_getState(model, data, st, spec)
+            f_step.append(s)
+            f_state.append(st)
+            f_qpos.append(data.qpos.copy())
+            f_qvel.append(data.qvel.copy())
+            f_obj.append(np.stack([data.qpos[a:a + 7] for a in cube_adr]))
+            for c in cameras:
+                f_cam[c][0].append(renderer.cam_pos(data, c))
+                f_cam[c][1].append(renderer.cam_mat(data, c))
+                img = renderer.render(data, c)
+                jpegs[c].append(encode_jpeg(img["rgb"], rec.jpeg_quality))
+                depth[c].append(img["depth"])
+                labels[c].append(img["labels"])
+
+    result = run_episode(model, params, on_step=on_step, max_time=max_time)
+    steps = result.steps
+    # the last on_step call (after the final mj_step) repeats the last control: not a physics step
+    physics_ctrl = np.array(ctrl_log[:steps], dtype=np.float64).reshape(steps, model.nu)
+
+    ts_state = base + np.asarray(state_steps, dtype=np.int64) * dt_ns
+    ts_frame = base + np.asarray(f_step, dtype=np.int64) * dt_ns
+    data = EpisodeData()
+    for side in layout.ARM_SIDES:
+        data.obs[("arms", side)] = ComponentStreams(ts_state, {k: np.asarray(v, np.float32) for k, v in obs[side].items()})
+        data.action[("arms", side)] = ComponentStreams(ts_state, {"qpos": np.asarray(act[side], np.float32)})
+    for c in cameras:
+        data.cameras[c] = list(zip(ts_frame.tolist(), jpegs[c]))
+    side_arrays = {
+        "initial_state": np.asarray(result.initial_state, np.float64),
+        "physics_ctrl": physics_ctrl,
+        "step": np.asarray(f_step, np.float64),
+        "time": np.asarray(f_step, np.float64) * dt,
+        "frame_timestamp": ts_frame,
+        "state": np.asarray(f_state, np.float64),
+        "qpos": np.asarray(f_qpos, np.float64),
+        "qvel": np.asarray(f_qvel, np.float64),
+        "object_pose": np.asarray(f_obj, np.float64),
+    }
+    for c in cameras:
+        side_arrays[f"cam_pos_{c}"] = np.asarray(f_cam[c][0], np.float64)
+        side_arrays[f"cam_mat_{c}"] = np.asarray(f_cam[c][1], np.float64)
+    frame_arrays = {}
+    for c in cameras:
+        frame_arrays[f"depth_{c}"] = np.asarray(depth[c], np.float32)
+        frame_arrays[f"labels_{c}"] = np.asarray(labels[c], np.uint8)
+    data.files[f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}"] = sidecar.npz_bytes(side_arrays)
+    data.files[f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}"] = sidecar.npz_bytes(frame_arrays, compress=True)
+    return RecordedEpisode(data, result, side_arrays, frame_arrays)
