@@ -1,0 +1,115 @@
+"""Offscreen rendering of the scene cameras (RGB, depth, segmentation labels).
+
+One :class:`mujoco.Renderer` per process, reused for every camera and frame.
+Sites are hidden (all site groups off) and only geom groups 0-2 are drawn (the
+robot's visual meshes; its collision meshes, group 3, are hidden).
+
+Conventions:
+
+* ``rgb``: (H, W, 3) uint8; ``depth``: (H, W) float32 metres along the camera's
+  optical axis (not the ray length); ``labels``: (H, W) uint8 values of
+  :data:`~openarm_sim_dataset.sim.scene.LABELS` (0 where no geom is hit).
+* Pixel coordinates: origin at the top-left image corner, ``u`` to the right,
+  ``v`` down, pixel centres at integer coordinates (the top-left pixel's centre
+  is (0, 0)).
+* :meth:`SimRenderer.intrinsics` gives ``K = [[f, 0, cx], [0, f, cy], [0, 0, 1]]``
+  with ``f = (H / 2) / tan(fovy / 2)``, ``cx = (W - 1) / 2``, ``cy = (H - 1) / 2``,
+  for a camera frame with x right, y down, z forward (OpenCV).
+* Camera pose: ``cam_pos`` (3,) world position (m); ``cam_mat`` (9,) row-major
+  world-from-camera rotation in MuJoCo's camera convention (camera x right, y up,
+  looking along -z).  A point ``p_w`` maps to MuJoCo camera coordinates
+  ``c = R.T @ (p_w - pos)`` and to OpenCV coordinates ``(c_x, -c_y, -c_z)``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .scene import SceneConfig, geom_labels  # noqa: E402
+
+__all__ = ["SimRenderer"]
+
+
+class SimRenderer:
+    """Renders the cameras of ``cfg.cameras`` at ``cfg.width`` x ``cfg.height``."""
+
+    def __init__(self, model: mujoco.MjModel, cfg: SceneConfig = SceneConfig()) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.width, self.height = int(cfg.width), int(cfg.height)
+        self.cameras = tuple(cfg.cameras)
+        self._cam_ids = {c: model.camera(c).id for c in self.cameras}
+        self.renderer = mujoco.Renderer(model, height=self.height, width=self.width)
+        self.option = mujoco.MjvOption()
+        self.option.sitegroup[:] = 0
+        self.option.geomgroup[:] = 0
+        self.option.geomgroup[:3] = 1
+        self._labels = geom_labels(model)
+        # label lookup with a slot for "no geom" (-1 -> index ngeom).
+        self._lut = np.concatenate([self._labels, np.zeros(1, np.uint8)])
+        self.gl_renderer = self._gl_string()
+
+    def _gl_string(self) -> str:
+        """OpenGL renderer string (e.g. llvmpipe) if cheaply available, else the MUJOCO_GL value."""
+        backend = os.environ.get("MUJOCO_GL", "")
+        try:
+            ctx = getattr(self.renderer, "_gl_context", None)
+            if ctx is not None:
+                ctx.make_current()
+            from OpenGL import GL  # type: ignore
+
+            s = GL.glGetString(GL.GL_RENDERER)
+            v = GL.glGetString(GL.GL_VERSION)
+            if s:
+                return f"{backend}: {s.decode()} | {v.decode() if v else ''}".strip()
+        except Exception:  # pragma: no cover - best effort only
+            pass
+        return backend
+
+    def render(self, data: mujoco.MjData, camera: str, rgb: bool = True, depth: bool = True,
+               labels: bool = True) -> Dict[str, np.ndarray]:
+        """Render one camera; returns a dict with the requested ``rgb``/``depth``/``labels`` arrays."""
+        r = self.renderer
+        r.update_scene(data, camera=self._cam_ids[camera], scene_option=self.option)
+        out: Dict[str, np.ndarray] = {}
+        if rgb:
+            out["rgb"] = r.render().copy()
+        if depth:
+            r.enable_depth_rendering()
+            out["depth"] = r.render().astype(np.float32, copy=True)
+            r.disable_depth_rendering()
+        if labels:
+            r.enable_segmentation_rendering()
+            seg = r.render()
+            r.disable_segmentation_rendering()
+            ids = np.where(seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM), seg[..., 0], -1)
+            out["labels"] = self._lut[ids]
+        return out
+
+    def render_all(self, data: mujoco.MjData) -> Dict[str, Dict[str, np.ndarray]]:
+        """Render every configured camera: ``{camera: {"rgb", "depth", "labels"}}``."""
+        return {c: self.render(data, c) for c in self.cameras}
+
+    def intrinsics(self, camera: str) -> np.ndarray:
+        """3x3 pinhole matrix (pixels) of ``camera`` at this renderer's resolution (see module doc)."""
+        fovy = np.deg2rad(float(self.model.cam_fovy[self._cam_ids[camera]]))
+        f = 0.5 * self.height / np.tan(0.5 * fovy)
+        return np.array([[f, 0.0, (self.width - 1) / 2.0], [0.0, f, (self.height - 1) / 2.0], [0.0, 0.0, 1.0]])
+
+    def cam_pos(self, data: mujoco.MjData, camera: str) -> np.ndarray:
+        """World position (3,) of ``camera`` (m)."""
+        return data.cam_xpos[self._cam_ids[camera]].copy()
+
+    def cam_mat(self, data: mujoco.MjData, camera: str) -> np.ndarray:
+        """Row-major (9,) world-from-camera rotation (MuJoCo camera axes: x right, y up, looks along -z)."""
+        return data.cam_xmat[self._cam_ids[camera]].copy()
+
+    def close(self) -> None:
+        """Free the GL context."""
+        self.renderer.close()

@@ -1,0 +1,436 @@
+"""MuJoCo scene for the simulated OpenArm pick-and-place task.
+
+Conventions used throughout :mod:`openarm_sim_dataset.sim`:
+
+* lengths in metres, angles in radians, time in seconds;
+* quaternions are ``(w, x, y, z)`` (MuJoCo order);
+* the world frame has ``z`` up; the robot faces ``+x``; the right arm is on ``-y``.
+
+The bimanual OpenArm MJCF shipped by ``openarm-mujoco`` is attached with
+:meth:`mujoco.MjSpec.attach` under the prefix :data:`ROBOT_PREFIX`, so every robot
+name becomes e.g. ``"robot/openarm_right_joint1"``.  Use the helpers here instead
+of hard-coding names.
+
+Layout (defaults of :class:`SceneConfig`): shoulders (attach frame) at
+``z = 0.60``; table top at ``z = 0.30``; the cube area is a 20 x 20 cm square
+centred at ``(0.30, -0.18)`` in front of the right arm; the tray is centred at
+``(0.30, 0.05)``.
+
+Reachability (measured with :func:`openarm_sim_dataset.sim.ik.solve_ik`, see
+``tests/test_sim_ik.py`` and ``tools/sim_reach.py``): see :data:`REACH_NOTE`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Tuple
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+__all__ = [
+    "ROBOT_PREFIX",
+    "SIDES",
+    "LABELS",
+    "CUBE_NAMES",
+    "CUBE_SIZE",
+    "REACH_NOTE",
+    "SceneConfig",
+    "build_spec",
+    "build_model",
+    "model_hash",
+    "asset_hashes",
+    "geom_labels",
+    "ArmIndex",
+    "arm_index",
+    "robot_name",
+    "cube_body_names",
+    "cube_qpos_adr",
+    "HOME_ARM_QPOS",
+]
+
+#: Prefix applied to every name of the attached OpenArm model.
+ROBOT_PREFIX = "robot/"
+#: Arm sides, in the order used by per-arm arrays.
+SIDES: Tuple[str, str] = ("right", "left")
+#: Edge length of each cube (m).
+CUBE_SIZE = 0.04
+#: Cube colours in label order; the red cube is the pick target.
+CUBE_NAMES: Tuple[str, str, str] = ("cube_red", "cube_green", "cube_blue")
+
+#: Segmentation label table: label value -> name.
+LABELS: Dict[int, str] = {
+    0: "background",
+    1: "floor",
+    2: "table",
+    3: "robot",
+    4: "cube_red",
+    5: "cube_green",
+    6: "cube_blue",
+    7: "tray",
+}
+
+#: Home joint positions (joint1..7, rad) of each arm: elbow bent 90 deg, hand in
+#: front of the body, well clear of the table.
+HOME_ARM_QPOS: Dict[str, np.ndarray] = {
+    "right": np.array([0.0, 0.0, 0.0, 1.5708, 0.0, 0.0, 0.0]),
+    "left": np.array([0.0, 0.0, 0.0, 1.5708, 0.0, 0.0, 0.0]),
+}
+
+#: Measured reachability of top-down (fingers straight down, any yaw in
+#: [-45, 45] deg) grasp poses over the cube area; filled in from
+#: ``tools/sim_reach.py`` output.
+REACH_NOTE = (
+    "IK (position tol 1 mm, orientation tol 0.01 rad) over an 11 x 11 grid of the "
+    "20 x 20 cm cube area x 3 yaws (-45, 0, +44 deg) at grasp height and 15 cm above: "
+    "see tools/sim_reach.py; last measured 726/726 = 100 %."
+)
+
+
+@dataclass(frozen=True)
+class SceneConfig:
+    """Parameters of the scene (all lengths in metres, angles in radians).
+
+    Attributes:
+        timestep: physics step (s).
+        cameras: cameras rendered by :class:`~openarm_sim_dataset.sim.render.SimRenderer`.
+            Valid names: ``"head"``, ``"wrist_right"``, ``"wrist_left"``.
+        width, height: image size (pixels) of every camera.
+        arm_height: world z of the bimanual attach frame (the shoulders).
+        table_height: world z of the table top.
+        table_center_xy, table_half_xy: table top footprint (world x, y).
+        cube_area_center: world (x, y) of the centre of the square cube area.
+        cube_area_half: half edge of the square cube area (0.10 -> 20 x 20 cm).
+        tray_center_xy: world (x, y) of the tray centre.
+        tray_half_xy: inner half extents of the tray floor.
+        tray_wall_height: height of the tray walls above the table.
+        cube_mass: mass of each cube (kg).
+        cube_friction: sliding friction coefficient of the cubes.
+        head_fovy: vertical field of view of the head camera (deg).
+        wrist_left: add a ``wrist_left`` camera as well.
+        impratio, cone, integrator: physics options (set explicitly).
+    """
+
+    timestep: float = 0.002
+    cameras: Tuple[str, ...] = ("head", "wrist_right")
+    width: int = 160
+    height: int = 120
+    arm_height: float = 0.79
+    table_height: float = 0.30
+    table_center_xy: Tuple[float, float] = (0.20, -0.10)
+    table_half_xy: Tuple[float, float] = (0.30, 0.45)
+    cube_area_center: Tuple[float, float] = (0.13, -0.23)
+    cube_area_half: float = 0.10
+    tray_center_xy: Tuple[float, float] = (0.18, 0.01)
+    tray_half_xy: Tuple[float, float] = (0.06, 0.06)
+    tray_wall_height: float = 0.03
+    cube_mass: float = 0.05
+    cube_friction: float = 1.0
+    head_fovy: float = 60.0
+    wrist_left: bool = False
+    impratio: float = 10.0
+    cone: str = "elliptic"
+    integrator: str = "implicitfast"
+    offscreen_size: Tuple[int, int] = (1280, 960)
+
+
+def _openarm_xml() -> Path:
+    import openarm_mujoco.v2 as oav2
+
+    return Path(oav2.openarm_bimanual_xml())
+
+
+def robot_name(name: str) -> str:
+    """Full (prefixed) name of an element of the attached OpenArm model."""
+    return ROBOT_PREFIX + name
+
+
+def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, np.asarray(mat, dtype=float).reshape(9))
+    return q
+
+
+def _look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """Quaternion (wxyz) of a MuJoCo camera at ``pos`` looking at ``target``.
+
+    MuJoCo cameras look along their local -z with +y up.
+    """
+    pos = np.asarray(pos, float)
+    fwd = np.asarray(target, float) - pos
+    fwd /= np.linalg.norm(fwd)
+    zc = -fwd
+    xc = np.cross(np.asarray(up, float), zc)
+    xc /= np.linalg.norm(xc)
+    yc = np.cross(zc, xc)
+    return _mat_to_quat(np.stack([xc, yc, zc], axis=1))
+
+
+def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
+    """Build the (uncompiled) scene spec.
+
+    Contents: floor, table, three 40 mm free cubes (red/green/blue), a tray,
+    two lights, the fixed ``head`` camera, the bimanual OpenArm (16 position
+    actuators, arm bodies with ``gravcomp=1``) and wrist cameras ``wrist_right``
+    (and ``wrist_left`` if ``cfg.wrist_left``).  Sites are in group 5, which the
+    renderer does not draw.
+    """
+    spec = mujoco.MjSpec()
+    spec.modelname = "openarm_sim_pick_place"
+    opt = spec.option
+    opt.timestep = cfg.timestep
+    opt.cone = {"elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC, "pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL}[cfg.cone]
+    opt.impratio = cfg.impratio
+    opt.integrator = {
+        "euler": mujoco.mjtIntegrator.mjINT_EULER,
+        "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+        "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+        "rk4": mujoco.mjtIntegrator.mjINT_RK4,
+    }[cfg.integrator]
+    opt.gravity = [0.0, 0.0, -9.81]
+    opt.iterations = 100
+    opt.tolerance = 1e-8
+    spec.compiler.degree = False
+
+    vis = spec.visual
+    vis.quality.offsamples = 0
+    vis.quality.shadowsize = 0
+    vis.global_.offwidth = max(cfg.offscreen_size[0], cfg.width)
+    vis.global_.offheight = max(cfg.offscreen_size[1], cfg.height)
+    vis.headlight.ambient = [0.35, 0.35, 0.35]
+    vis.headlight.diffuse = [0.5, 0.5, 0.5]
+    vis.headlight.specular = [0.0, 0.0, 0.0]
+    vis.map.znear = 0.01
+    vis.map.zfar = 50.0
+
+    spec.add_texture(
+        name="grid", type=mujoco.mjtTexture.mjTEXTURE_2D, builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+        rgb1=[0.35, 0.37, 0.40], rgb2=[0.28, 0.30, 0.33], width=256, height=256,
+    )
+    spec.add_material(name="floor_mat", textures=["", "grid"], texrepeat=[8, 8], texuniform=True)
+
+    wb = spec.worldbody
+    wb.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.05], material="floor_mat")
+
+    # Lights (no shadows: cheap headless rendering).
+    wb.add_light(name="key", pos=[0.6, -0.6, 2.0], dir=[-0.25, 0.25, -1.0], castshadow=False,
+                 diffuse=[0.6, 0.6, 0.6], specular=[0.1, 0.1, 0.1])
+    wb.add_light(name="fill", pos=[-0.5, 0.5, 2.0], dir=[0.3, -0.3, -1.0], castshadow=False,
+                 diffuse=[0.3, 0.3, 0.3], specular=[0.0, 0.0, 0.0])
+
+    # Table: a box whose top is at table_height.
+    th = cfg.table_height
+    tx, ty = cfg.table_center_xy
+    thx, thy = cfg.table_half_xy
+    table = wb.add_body(name="table", pos=[tx, ty, th / 2])
+    table.add_geom(name="table_top", type=mujoco.mjtGeom.mjGEOM_BOX, size=[thx, thy, th / 2],
+                   rgba=[0.78, 0.68, 0.52, 1.0], friction=[1.0, 0.01, 0.001])
+
+    # Tray: floor plate + 4 low walls, fixed to the table.
+    cx, cy = cfg.tray_center_xy
+    hx, hy = cfg.tray_half_xy
+    wt, wh, bt = 0.005, cfg.tray_wall_height, 0.004
+    tray = wb.add_body(name="tray", pos=[cx, cy, th])
+    tray_rgba = [0.25, 0.35, 0.75, 1.0]
+    tray_rgba = [0.85, 0.85, 0.85, 1.0]
+    tray.add_geom(name="tray_floor", type=mujoco.mjtGeom.mjGEOM_BOX, size=[hx + wt, hy + wt, bt / 2],
+                  pos=[0, 0, bt / 2], rgba=tray_rgba)
+    for i, (px, py, sx, sy) in enumerate([
+        (hx + wt / 2, 0, wt / 2, hy + wt), (-hx - wt / 2, 0, wt / 2, hy + wt),
+        (0, hy + wt / 2, hx + wt, wt / 2), (0, -hy - wt / 2, hx + wt, wt / 2),
+    ]):
+        tray.add_geom(name=f"tray_wall{i}", type=mujoco.mjtGeom.mjGEOM_BOX, size=[sx, sy, wh / 2],
+                      pos=[px, py, wh / 2], rgba=tray_rgba)
+    tray.add_site(name="tray_center", pos=[0, 0, bt], size=[0.01, 0.01, 0.01], group=5)
+
+    # Cubes: free bodies; their initial pose comes from qpos (set per episode).
+    colours = {"cube_red": [0.85, 0.1, 0.1, 1], "cube_green": [0.1, 0.7, 0.2, 1], "cube_blue": [0.1, 0.25, 0.85, 1]}
+    h = CUBE_SIZE / 2
+    ax, ay = cfg.cube_area_center
+    for k, name in enumerate(CUBE_NAMES):
+        b = wb.add_body(name=name, pos=[ax, ay - 0.3 + 0.1 * k, th + h])
+        b.add_freejoint(name=name + "_joint")
+        b.add_geom(name=name + "_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=[h, h, h], rgba=colours[name],
+                   mass=cfg.cube_mass, friction=[cfg.cube_friction, 0.01, 0.001], condim=4, priority=2,
+                   solref=[0.005, 1.0])
+        b.add_site(name=name + "_site", size=[0.005, 0.005, 0.005], group=5)
+
+    # Head camera: fixed, above and behind/left of the table, looking at the workspace.
+    head_pos = [0.95, -0.22, 1.10]
+    head_target = [0.22, -0.22, th]
+    wb.add_camera(name="head", pos=head_pos, quat=_look_at_quat(head_pos, head_target), fovy=cfg.head_fovy)
+
+    # Robot: match options before attaching so that no attach conflict is reported.
+    child = mujoco.MjSpec.from_file(str(_openarm_xml()))
+    child.option.cone = spec.option.cone
+    child.option.impratio = spec.option.impratio
+    child.option.timestep = spec.option.timestep
+    child.option.integrator = spec.option.integrator
+    child.option.iterations = spec.option.iterations
+    child.option.tolerance = spec.option.tolerance
+    child.option.gravity = spec.option.gravity
+    for body in child.bodies:
+        if body.name.startswith("openarm_"):
+            body.gravcomp = 1.0
+    for site in child.sites:
+        site.group = 5
+    # Wrist cameras: keep the OpenArm camera placement, under our names.
+    # (Read the compiled pose: the MJCF gives it as euler angles, resolved at compile time.)
+    child_model = child.compile()
+    for cam in list(child.cameras):
+        side = "right" if "right" in cam.name else "left"
+        if side == "left" and not cfg.wrist_left:
+            continue
+        cid = child_model.camera(cam.name).id
+        cam.parent.add_camera(name=f"wrist_{side}", pos=child_model.cam_pos[cid].tolist(),
+                              quat=child_model.cam_quat[cid].tolist(), fovy=float(child_model.cam_fovy[cid]))
+    frame = wb.add_frame(pos=[0.0, 0.0, cfg.arm_height])
+    spec.attach(child, frame=frame, prefix=ROBOT_PREFIX)
+    # After attach the cameras added to the child carry the prefix: rename them.
+    for cam in spec.cameras:
+        if cam.name.startswith(ROBOT_PREFIX + "wrist_"):
+            cam.name = cam.name[len(ROBOT_PREFIX):]
+    return spec
+
+
+def build_model(cfg: SceneConfig = SceneConfig()) -> mujoco.MjModel:
+    """Compile :func:`build_spec` into an :class:`mujoco.MjModel`."""
+    return build_spec(cfg).compile()
+
+
+def model_hash(model: mujoco.MjModel) -> str:
+    """SHA-256 (hex) of the compiled model serialised as MJB (``mj_saveModel``)."""
+    size = mujoco.mj_sizeModel(model)
+    buf = np.zeros(size, dtype=np.uint8)
+    mujoco.mj_saveModel(model, None, buf)
+    return hashlib.sha256(buf.tobytes()).hexdigest()
+
+
+def asset_hashes() -> Dict[str, str]:
+    """SHA-256 of every file the scene reads: the OpenArm MJCF and its meshes.
+
+    Keys are paths relative to the ``openarm_mujoco`` ``v2`` folder (``/``-separated).
+    """
+    xml = _openarm_xml()
+    root = xml.parent
+    child = mujoco.MjSpec.from_file(str(xml))
+    meshdir = root / (child.compiler.meshdir or "")
+    files = {xml}
+    for mesh in child.meshes:
+        if mesh.file:
+            files.add((meshdir / mesh.file).resolve())
+    out = {}
+    for f in sorted(files):
+        rel = Path(os.path.relpath(f, root)).as_posix()
+        out[rel] = hashlib.sha256(Path(f).read_bytes()).hexdigest()
+    return out
+
+
+def geom_labels(model: mujoco.MjModel) -> np.ndarray:
+    """Array ``(ngeom,)`` uint8 mapping geom id -> label of :data:`LABELS`."""
+    lab = np.zeros(model.ngeom, dtype=np.uint8)
+    by_body = {"table": 2, "tray": 7, "cube_red": 4, "cube_green": 5, "cube_blue": 6}
+    for g in range(model.ngeom):
+        name = model.geom(g).name
+        body = model.body(model.geom_bodyid[g]).name
+        if name == "floor":
+            lab[g] = 1
+        elif body in by_body:
+            lab[g] = by_body[body]
+        elif body.startswith(ROBOT_PREFIX) or name.startswith(ROBOT_PREFIX):
+            lab[g] = 3
+    return lab
+
+
+def cube_body_names() -> Tuple[str, str, str]:
+    """Body names of the cubes (red = pick target, green, blue)."""
+    return CUBE_NAMES
+
+
+def cube_qpos_adr(model: mujoco.MjModel, name: str) -> Tuple[int, int]:
+    """(qpos address, qvel address) of the free joint of cube body ``name``.
+
+    qpos[adr:adr+7] = position (3, world, m) + quaternion (4, wxyz).
+    """
+    j = model.body(name).jntadr[0]
+    return int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+
+
+@dataclass(frozen=True)
+class ArmIndex:
+    """Indices of one arm in the compiled model.
+
+    Attributes:
+        side: ``"right"`` or ``"left"``.
+        joint_ids: joint ids of joint1..7.
+        qpos: qpos addresses of joint1..7 then the gripper (finger_joint1), shape (8,).
+        qvel: qvel addresses, same order, shape (8,).
+        actuators: actuator ids of joint1..7 then the gripper, shape (8,).
+        finger_qpos: qpos addresses of both finger joints.
+        site: site id of ``{side}_ee_control_point``.
+        ee_body: body id of the end-effector base link.
+        finger_geoms: ids of the collision geoms of both fingers.
+        ctrl_low, ctrl_high: actuator control range (rad), shape (8,).
+    """
+
+    side: str
+    joint_ids: np.ndarray
+    qpos: np.ndarray
+    qvel: np.ndarray
+    actuators: np.ndarray
+    finger_qpos: np.ndarray
+    site: int
+    ee_body: int
+    finger_geoms: np.ndarray
+    ctrl_low: np.ndarray
+    ctrl_high: np.ndarray
+    jnt_low: np.ndarray = field(default=None)
+    jnt_high: np.ndarray = field(default=None)
+
+
+def _find(model: mujoco.MjModel, objtype, name: str) -> int:
+    for cand in (name, ROBOT_PREFIX + name):
+        i = mujoco.mj_name2id(model, objtype, cand)
+        if i >= 0:
+            return i
+    raise KeyError(f"{name!r} not found in model")
+
+
+def arm_index(model: mujoco.MjModel, side: str) -> ArmIndex:
+    """Index helper for arm ``side`` (``"right"`` or ``"left"``); names resolved with or without prefix."""
+    if side not in SIDES:
+        raise ValueError(side)
+    J = mujoco.mjtObj.mjOBJ_JOINT
+    jids = [_find(model, J, f"openarm_{side}_joint{i}") for i in range(1, 8)]
+    f1 = _find(model, J, f"openarm_{side}_finger_joint1")
+    f2 = _find(model, J, f"openarm_{side}_finger_joint2")
+    A = mujoco.mjtObj.mjOBJ_ACTUATOR
+    acts = [_find(model, A, f"{side}_joint{i}_ctrl") for i in range(1, 8)] + [_find(model, A, f"{side}_finger1_ctrl")]
+    site = _find(model, mujoco.mjtObj.mjOBJ_SITE, f"{side}_ee_control_point")
+    ee = _find(model, mujoco.mjtObj.mjOBJ_BODY, f"openarm_{side}_ee_base_link")
+    fb = {_find(model, mujoco.mjtObj.mjOBJ_BODY, f"openarm_{side}_ee_inner_finger"),
+          _find(model, mujoco.mjtObj.mjOBJ_BODY, f"openarm_{side}_ee_outer_finger")}
+    fgeoms = [g for g in range(model.ngeom)
+              if model.geom_bodyid[g] in fb and (model.geom_contype[g] or model.geom_conaffinity[g])]
+    all_j = jids + [f1]
+    acts_a = np.array(acts)
+    return ArmIndex(
+        side=side,
+        joint_ids=np.array(jids),
+        qpos=np.array([model.jnt_qposadr[j] for j in all_j]),
+        qvel=np.array([model.jnt_dofadr[j] for j in all_j]),
+        actuators=acts_a,
+        finger_qpos=np.array([model.jnt_qposadr[f1], model.jnt_qposadr[f2]]),
+        site=site,
+        ee_body=ee,
+        finger_geoms=np.array(fgeoms),
+        ctrl_low=model.actuator_ctrlrange[acts_a, 0].copy(),
+        ctrl_high=model.actuator_ctrlrange[acts_a, 1].copy(),
+        jnt_low=model.jnt_range[jids, 0].copy(),
+        jnt_high=model.jnt_range[jids, 1].copy(),
+    )
