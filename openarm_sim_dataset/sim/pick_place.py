@@ -289,7 +289,7 @@ class PickPlace:
         x, y = float(data.qpos[a]), float(data.qpos[a + 1])
         w, qx, qy, qz = data.qpos[a + 3:a + 7]
         yaw = math.atan2(2 * (w * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
-        k = min(self.attempts, len(self.params.perception_draws) - 1)
+        k = min(self.attempts - 1, len(self.params.perception_draws) - 1)  # attempts already counts this one
         dx, dy, dyaw = self.params.perception_draws[k]
         s = self.params.sigma
         return x + s * dx, y + s * dy, yaw + s * YAW_NOISE_PER_M * dyaw

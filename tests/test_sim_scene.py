@@ -1,0 +1,82 @@
+"""Scene construction, index helpers, hashes and labels (real MuJoCo)."""
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from openarm_sim_dataset.sim.scene import (
+    CUBE_NAMES, LABELS, SceneConfig, arm_index, asset_hashes, build_model, build_spec, cube_qpos_adr,
+    geom_labels, model_hash,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return build_model()
+
+
+def test_build_counts_and_options(model):
+    assert model.nu == 16
+    assert model.nq == 18 + 3 * 7
+    assert model.nv == 18 + 3 * 6
+    assert model.opt.timestep == 0.002
+    assert model.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+    assert model.opt.impratio == 10
+    for cam in ("head", "wrist_right"):
+        assert model.camera(cam).id >= 0
+    assert model.vis.quality.offsamples == 0
+    assert model.vis.global_.offwidth >= 160
+
+
+def test_attach_emits_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build_spec(SceneConfig()).compile()
+
+
+def test_wrist_left_optional():
+    m = build_model(SceneConfig(wrist_left=True, cameras=("head", "wrist_right", "wrist_left")))
+    assert m.camera("wrist_left").id >= 0
+
+
+def test_arm_index(model):
+    seen = set()
+    for side in ("right", "left"):
+        a = arm_index(model, side)
+        assert len(a.qpos) == len(a.qvel) == len(a.actuators) == 8
+        names = [model.actuator(i).name for i in a.actuators]
+        assert all(side in n for n in names)
+        assert names[-1].endswith("finger1_ctrl")
+        assert model.joint(int(a.joint_ids[0])).name.endswith(f"{side}_joint1")
+        seen |= set(a.qpos.tolist())
+        assert len(a.finger_geoms) >= 2
+        # arm bodies are gravity compensated
+        assert model.body_gravcomp[model.jnt_bodyid[a.joint_ids]].min() == 1.0
+    assert len(seen) == 16
+    for name in CUBE_NAMES:
+        qa, va = cube_qpos_adr(model, name)
+        assert qa not in seen
+
+
+def test_hashes(model):
+    h1 = model_hash(model)
+    assert len(h1) == 64 and h1 == model_hash(build_model())
+    assert h1 != model_hash(build_model(SceneConfig(table_height=0.31)))
+    ah = asset_hashes()
+    assert "openarm_bimanual.xml" in ah
+    assert sum(k.endswith((".stl", ".obj")) for k in ah) > 20
+    assert all(len(v) == 64 for v in ah.values())
+
+
+def test_geom_labels(model):
+    lab = geom_labels(model)
+    assert lab.dtype == np.uint8 and lab.shape == (model.ngeom,)
+    assert lab[model.geom("floor").id] == 1
+    assert lab[model.geom("table_top").id] == 2
+    assert lab[model.geom("cube_red_geom").id] == 4
+    assert lab[model.geom("cube_green_geom").id] == 5
+    assert lab[model.geom("cube_blue_geom").id] == 6
+    assert lab[model.geom("tray_floor").id] == 7
+    assert (lab == 3).sum() > 30
+    assert set(np.unique(lab)) <= set(LABELS)
