@@ -1,0 +1,44 @@
+"""dataset-merge IN1 IN2 ... -o OUT: merge datasets into a new one (episodes renumbered in input order)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import run
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dataset-merge", description=__doc__,
+        epilog="Refused unless every input has the same format version, equipment and frequencies and, for "
+               "simulated datasets, the same MuJoCo version and model hash. Tasks with the same prompt become one "
+               "task. Each episode records its source (input folder, original id). OUT is built in a temporary "
+               "folder and renamed into place; an existing OUT is refused; inputs are never modified.")
+    p.add_argument("inputs", nargs="+", help="input dataset folders (at least two)")
+    p.add_argument("-o", "--output", required=True, help="output folder (must not exist)")
+    p.add_argument("--link", action="store_true",
+                   help="hard-link files instead of copying them (same filesystem; never symlinks)")
+    p.add_argument("--allow-mixed-provenance", action="store_true",
+                   help="merge simulated datasets of different MuJoCo versions/model hashes (or recorded with "
+                        "simulated); each episode then keeps its provenance in its metadata entry")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    def body() -> int:
+        from ..merge import merge
+
+        summary = merge(args.inputs, args.output, link=args.link,
+                        allow_mixed_provenance=args.allow_mixed_provenance, quiet=args.quiet)
+        print(summary.line())
+        return 0
+
+    return run(body, "dataset-merge")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Merge datasets: one output whose episodes are the inputs' episodes, renumbered in input order.
+
+Rules (a refusal names the input and what differs):
+
+* at least two inputs, each a different folder; the output must not exist and must not lie inside
+  an input (an input is never modified);
+* the same layout version, identical ``equipment`` and ``frequencies`` (openarm_dataset's rules);
+* simulated datasets: the same MuJoCo version and model hash (``simulation.mujoco_version`` /
+  ``simulation.model_sha256``); a recorded dataset does not mix with a simulated one. With
+  ``allow_mixed_provenance`` such inputs are merged and every episode keeps its provenance
+  (``provenance:`` in its entry: the scalar keys of its input's ``simulation:`` block, or
+  ``recorded: true``).
+
+Tasks with the same prompt become one task (``task_index`` remapped); episodes become "0".."N-1"
+in input order and each entry records ``source: {dataset: <input folder>, id: <original id>}``;
+``merged_from`` lists the inputs. Files are copied (``link=True``: hard-linked; never symlinked).
+This package's writers replace files by rename, so they never write through a hard link into a
+source. Episodes of 0.4.0 inputs are copied file for file (simulation sidecars included); older
+layouts are rewritten as 0.4.0 (``link`` then only applies to the sidecar files).
+
+The output is built in a temporary sibling folder and renamed into place: a merge killed midway
+leaves no output (its temporary folder is removed by the next merge to the same output).
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import layout
+from .atomic import TMP_PREFIX, remove_tree
+from .dataset import Dataset
+from .errors import DatasetError
+from .report import Summary, progress
+from .writer import create_dataset_root, finish_dataset_root, write_episode_tree
+
+
+class MergeError(DatasetError):
+    """The inputs cannot be merged (or the output cannot be created)."""
+
+
+#: simulation keys that must agree unless mixed provenance is allowed
+PROVENANCE_KEYS = ("mujoco_version", "model_sha256")
+
+
+def first_difference(a: object, b: object, where: str = "") -> str | None:
+    """Dotted path of the first place two YAML-like values differ (None if equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            if key not in a or key not in b:
+                return f"{where}.{key}".lstrip(".") + (" (missing)" if key not in b else " (extra)")
+            d = first_difference(a[key], b[key], f"{where}.{key}")
+            if d:
+                return d
+        return None
+    if a != b:
+        return f"{where.lstrip('.')} ({a!r} vs {b!r})" if not isinstance(a, (dict, list)) else where.lstrip(".")
+    return None
+
+
+def check_compatible(datasets: Sequence[Dataset], allow_mixed_provenance: bool = False) -> bool:
+    """Raise MergeError naming the first input that differs from the first one.
+
+    Returns True when the inputs' provenance differs (only possible with ``allow_mixed_provenance``).
+    """
+    ref = datasets[0]
+    ref_doc = ref.meta.to_dict()
+    mixed = False
+    for ds in datasets[1:]:
+        meta_file = ds.root / layout.METADATA_FILE
+        if ds.version != ref.version:
+            raise MergeError(meta_file, f"format version {ds.version} differs from {ref.version} of {ref.root} "
+                                        "(convert both with dataset-convert first)")
+        doc = ds.meta.to_dict()
+        for key in ("equipment", "frequencies"):
+            d = first_difference(ref_doc.get(key) or {}, doc.get(key) or {}, key)
+            if d:
+                raise MergeError(meta_file, f"{key} differs from {ref.root}: {d}")
+        a, b = ref.meta.simulation, ds.meta.simulation
+        if (a is None) != (b is None):
+            what = "simulated" if b is not None else "recorded"
+            other = "simulated" if a is not None else "recorded"
+            if not allow_mixed_provenance:
+                raise MergeError(meta_file, f"is a {what} dataset and {ref.root} is {other} "
+                                            "(use --allow-mixed-provenance to merge anyway)")
+            mixed = True
+        elif a is not None:
+            for key in PROVENANCE_KEYS:
+                if a.get(key) != b.get(key):
+                    if not allow_mixed_provenance:
+                        raise MergeError(meta_file, f"simulation.{key} {b.get(key)!r} differs from {a.get(key)!r} "
+                                                    f"of {ref.root} (use --allow-mixed-provenance to merge anyway)")
+                    mixed = True
+    return mixed
+
+
+def merge_tasks(datasets: Sequence[Dataset]) -> tuple[list[dict], list[dict[int, int]]]:
+    """Tasks of all inputs with equal prompts merged (first occurrence kept), and per input the map
+    old task_index -> new task_index."""
+    tasks: list[dict] = []
+    by_prompt: dict[object, int] = {}
+    maps: list[dict[int, int]] = []
+    for ds in datasets:
+        m: dict[int, int] = {}
+        for i, task in enumerate(ds.meta.tasks):
+            key = task.get("prompt") if task.get("prompt") is not None else repr(sorted(task.items()))
+            if key not in by_prompt:
+                by_prompt[key] = len(tasks)
+                tasks.append(copy.deepcopy(task))
+            m[i] = by_prompt[key]
+        maps.append(m)
+    return tasks, maps
+
+
+def provenance(ds: Dataset) -> dict:
+    """Compact provenance of an input: the scalar keys of its ``simulation:`` block."""
+    sim = ds.meta.simulation
+    if sim is None:
+        return {"recorded": True}
+    return {k: v for k, v in sim.items() if not isinstance(v, (dict, list))}
+
+
+def plan_episodes(datasets: Sequence[Dataset], task_maps: list[dict[int, int]], mixed: bool) -> list[tuple[Dataset, dict, dict]]:
+    """(input, its episode entry, the new entry) for every episode, in input order."""
+    plan = []
+    for ds, tmap in zip(datasets, task_maps):
+        prov = provenance(ds) if mixed else None
+        for ep in ds.meta.episodes:
+            old_id = ds.episode_id(ep)
+            new = copy.deepcopy(ep)
+            new["id"] = str(len(plan))
+            if ep.get("task_index") is not None:
+                new["task_index"] = tmap[ep["task_index"]]
+            source = {"dataset": str(ds.root.resolve()), "id": old_id}
+            if "source" in ep:
+                source["source"] = copy.deepcopy(ep["source"])
+            new["source"] = source
+            if prov is not None:
+                new["provenance"] = dict(prov)
+            plan.append((ds, ep, new))
+    return plan
+
+
+def _transfer(src: Path, dest: Path, link: bool) -> None:
+    """Copy (or hard-link) one regular file; refuse symlinks and special files."""
+    st = os.lstat(src)
+    if not os.path.isfile(src) or os.path.islink(src):
+        raise MergeError(src, "is not a regular file (symbolic links and special files are not merged)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if link:
+        try:
+            os.link(src, dest, follow_symlinks=False)
+            return
+        except OSError as e:
+            if e.errno == errno.EXDEV:
+                raise MergeError(dest, "--link needs the output on the same filesystem as the inputs") from None
+            raise
+    shutil.copyfile(src, dest, follow_symlinks=False)
+    os.chmod(dest, st.st_mode & 0o777)
+
+
+def copy_episode_tree(src: Path, dest: Path, link: bool) -> None:
+    """Copy every file of a 0.4.0 episode folder (hidden leftovers skipped)."""
+    if os.path.islink(src) or not src.is_dir():
+        raise MergeError(src, "episode folder is missing or is a symbolic link")
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel = Path(dirpath).relative_to(src)
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            p = Path(dirpath) / name
+            _transfer(p, dest / rel / name, link)
+        for d in dirnames:
+            if os.path.islink(Path(dirpath) / d):
+                raise MergeError(Path(dirpath) / d, "is a symbolic link (not merged)")
+
+
+def remove_stale_tmp(out: Path) -> list[Path]:
+    """Remove temporary siblings ``.tmp-<out>.<pid>.*`` left by killed runs (dead pid only)."""
+    removed = []
+    parent = out.parent
+    if not parent.is_dir():
+        return removed
+    prefix = f"{TMP_PREFIX}{out.name}."
+    for p in parent.iterdir():
+        if not p.name.startswith(prefix):
+            continue
+        pid = p.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            remove_tree(p)
+            removed.append(p)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: bool = False,
+          allow_mixed_provenance: bool = False, quiet: bool = True) -> Summary:
+    """Merge ``inputs`` into a new dataset ``out`` (see the module docstring for the rules)."""
+    out = Path(out)
+    if len(inputs) < 2:
+        raise MergeError(None, "at least two input datasets are required")
+    roots = [Path(p) for p in inputs]
+    seen: dict[Path, Path] = {}
+    for r in roots:
+        if not r.is_dir():
+            raise MergeError(r, "is not a dataset folder")
+        real = r.resolve()
+        if real in seen:
+            raise MergeError(r, f"is given twice (also as {seen[real]})")
+        seen[real] = r
+    out_real = out.resolve()
+    for real, r in seen.items():
+        if out_real == real or real in out_real.parents:
+            raise MergeError(out, f"lies inside the input {r} (inputs are never modified)")
+    if out.exists():
+        raise MergeError(out, "already exists (refusing to overwrite)")
+    datasets = [Dataset(r) for r in roots]
+    mixed = check_compatible(datasets, allow_mixed_provenance)
+    tasks, task_maps = merge_tasks(datasets)
+    plan = plan_episodes(datasets, task_maps, mixed)
+
+    summary = Summary("dataset-merge", out)
+    remove_stale_tmp(out)
+    tmp = create_dataset_root(out)
+    bar = progress(len(plan), "merge", quiet)
+    try:
+        for ds, ep, new in plan:
+            dest = layout.episode_dir(tmp, new["id"])
+            summary.frames += sum(c.num_frames for c in ds.load_cameras(ep).values())
+            if ds.version == layout.FORMAT_VERSION:
+                copy_episode_tree(ds.episode_path(ep), dest, link)
+            else:
+                data = ds.episode_data(ep)
+                sim_files = data.files
+                data.files = {}
+                write_episode_tree(dest, data, "dir")
+                for rel, src in sim_files.items():
+                    _transfer(Path(src), dest / rel, link)
+            summary.episodes += 1
+            bar.update(1)
+        meta = datasets[0].meta.copy()
+        meta.data["tasks"] = tasks
+        meta.data["episodes"] = [new for _ds, _ep, new in plan]
+        meta.data["merged_from"] = [
+            {"dataset": str(ds.root.resolve()), "version": ds.version, "episodes": ds.num_episodes,
+             **({"provenance": provenance(ds)} if mixed else {})}
+            for ds in datasets
+        ]
+        if mixed and meta.data.get("simulation") is not None:
+            meta.data["simulation"]["mixed_provenance"] = "each episode's provenance: key"
+        meta.write(tmp)
+        finish_dataset_root(tmp, out)
+    except BaseException:
+        remove_tree(tmp)
+        raise
+    finally:
+        bar.close()
+    return summary.finish()

@@ -1,0 +1,242 @@
+"""dataset-merge: compatibility refusals, task dedup, renumbering, links, atomicity, sources untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, assert_reads_like_reference, fixture_path
+from openarm_sim_dataset import Dataset
+from openarm_sim_dataset.synthetic import write_synthetic
+
+pytest.importorskip("mujoco")
+
+from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E402
+from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
+from openarm_sim_dataset.sim.scene import SceneConfig  # noqa: E402
+
+SMALL = GenerateConfig(seed=10, scene=SceneConfig(width=64, height=48), record=RecordConfig(camera_hz=5.0))
+
+
+def cli(*args: str, check: int | None = 0) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.merge", *map(str, args)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    if check is not None:
+        assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
+    return r
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def edit_meta(root: Path, fn) -> None:
+    path = root / "metadata.yaml"
+    doc = yaml.safe_load(path.read_text())
+    fn(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("merge_gen")
+    out = {"A": base / "A", "B": base / "B", "whole": base / "whole"}
+    generate(out["A"], range(0, 1), SMALL)
+    generate(out["B"], range(1, 2), SMALL)
+    generate(out["whole"], range(0, 2), SMALL)
+    return out
+
+
+@pytest.fixture()
+def synth(tmp_path) -> tuple[Path, Path]:
+    a = write_synthetic(tmp_path / "sa", episodes=2, seconds=1.0, camera_hz=10, size=(32, 24))
+    b = write_synthetic(tmp_path / "sb", episodes=1, seconds=1.0, camera_hz=10, size=(32, 24), seed=3)
+    return a, b
+
+
+def test_merge_of_shards_equals_one_generation(gen, tmp_path):
+    before = {k: tree_hashes(gen[k]) for k in ("A", "B")}
+    out = tmp_path / "merged"
+    r = cli(gen["A"], gen["B"], "-o", out)
+    assert "2 episode(s)" in r.stdout and "frames" in r.stdout
+    merged, whole = tree_hashes(out), tree_hashes(gen["whole"])
+    episode_files = {k for k in whole if k.startswith("episodes/")}
+    assert any("/sim/sidecar.npz" in k for k in episode_files) and any(k.endswith(".jpeg") for k in episode_files)
+    assert {k: merged[k] for k in episode_files} == {k: whole[k] for k in episode_files}
+    assert {k for k in merged if k.startswith("episodes/")} == episode_files
+    m, w = Dataset(out), Dataset(gen["whole"])
+    assert [{k: v for k, v in ep.items() if k != "source"} for ep in m.episodes] == w.episodes
+    assert m.meta.simulation["model_sha256"] == w.meta.simulation["model_sha256"]
+    # renumbering map: (input folder, original id) per new episode
+    assert [ep["source"] for ep in m.episodes] == [
+        {"dataset": str(gen["A"].resolve()), "id": "0"}, {"dataset": str(gen["B"].resolve()), "id": "1"}]
+    assert [x["dataset"] for x in m.meta.data["merged_from"]] == [str(gen["A"].resolve()), str(gen["B"].resolve())]
+    assert {k: tree_hashes(gen[k]) for k in ("A", "B")} == before  # inputs' bytes unchanged
+    assert assert_reads_like_reference(out) > 1000  # openarm_dataset reads the merge
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+REFUSALS = {
+    "version": "format version",
+    "equipment": "equipment differs",
+    "frequencies": "frequencies differs",
+    "model_sha256": "simulation.model_sha256",
+    "mujoco_version": "simulation.mujoco_version",
+    "recorded_vs_simulated": "is a recorded dataset",
+}
+
+
+@pytest.mark.parametrize("rule", sorted(REFUSALS))
+def test_each_incompatibility_is_refused_with_a_clear_message(rule, gen, tmp_path):
+    a = gen["A"]
+    if rule == "version":
+        a, b = fixture_path("own", "dataset_0.4.0"), fixture_path("own", "dataset_0.3.0")
+    else:
+        b = _copy(gen["B"], tmp_path / "b")
+        edits = {
+            "equipment": lambda d: d["equipment"].update(id="other-cell"),
+            "frequencies": lambda d: d["frequencies"]["cameras"].update(head=10.0),
+            "model_sha256": lambda d: d["simulation"].update(model_sha256="0" * 64),
+            "mujoco_version": lambda d: d["simulation"].update(mujoco_version="3.3.0"),
+            "recorded_vs_simulated": lambda d: d.pop("simulation"),
+        }
+        edit_meta(b, edits[rule])
+    before = tree_hashes(b)
+    out = tmp_path / "out"
+    r = cli(a, b, "-o", out, check=2)
+    assert REFUSALS[rule] in r.stderr and str(b) in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not out.exists() and not list(tmp_path.glob(".tmp-out*"))
+    assert tree_hashes(b) == before
+    if rule in ("model_sha256", "mujoco_version", "recorded_vs_simulated"):
+        assert "--allow-mixed-provenance" in r.stderr
+
+
+def test_allow_mixed_provenance_keeps_each_episodes_provenance(gen, tmp_path):
+    b = _copy(gen["B"], tmp_path / "b")
+    edit_meta(b, lambda d: d["simulation"].update(model_sha256="f" * 64, mujoco_version="3.3.0"))
+    out = tmp_path / "out"
+    cli(gen["A"], b, "-o", out, "--allow-mixed-provenance", "-q")
+    eps = Dataset(out).episodes
+    assert eps[0]["provenance"]["model_sha256"] == Dataset(gen["A"]).meta.simulation["model_sha256"]
+    assert eps[1]["provenance"] == {**eps[1]["provenance"], "model_sha256": "f" * 64, "mujoco_version": "3.3.0"}
+    assert Dataset(out).meta.simulation["mixed_provenance"]
+    rec = write_synthetic(tmp_path / "rec", episodes=1, seconds=0.5, camera_hz=5, size=(32, 24))
+    edit_meta(rec, lambda d: d.update(equipment=Dataset(gen["A"]).meta.to_dict()["equipment"],
+                                      frequencies=Dataset(gen["A"]).meta.to_dict()["frequencies"]))
+    cli(gen["A"], rec, "-o", tmp_path / "out2", "--allow-mixed-provenance", "-q")
+    assert Dataset(tmp_path / "out2").episodes[1]["provenance"] == {"recorded": True}
+
+
+def test_usage_refusals(synth, tmp_path):
+    a, b = synth
+    r = cli(a, "-o", tmp_path / "o1", check=2)
+    assert "at least two" in r.stderr
+    r = cli(a, a, "-o", tmp_path / "o2", check=2)
+    assert "given twice" in r.stderr
+    (tmp_path / "exists").mkdir()
+    r = cli(a, b, "-o", tmp_path / "exists", check=2)
+    assert "already exists" in r.stderr
+    before = tree_hashes(a)
+    r = cli(a, b, "-o", a / "inner", check=2)
+    assert "inside the input" in r.stderr and not (a / "inner").exists() and tree_hashes(a) == before
+    r = cli(a, tmp_path / "nope", "-o", tmp_path / "o3", check=2)
+    assert "nope" in r.stderr and "not a dataset folder" in r.stderr
+
+
+def test_tasks_with_the_same_prompt_become_one_task(synth, tmp_path):
+    a, b = synth
+    edit_meta(a, lambda d: d.update(tasks=[{"prompt": "pick"}, {"prompt": "place"}],
+                                    episodes=[dict(d["episodes"][0], task_index=1), dict(d["episodes"][1], task_index=0)]))
+    edit_meta(b, lambda d: d.update(tasks=[{"prompt": "wipe"}, {"prompt": "pick", "description": "dup"}],
+                                    episodes=[dict(d["episodes"][0], task_index=1, success=False)]))
+    c = write_synthetic(tmp_path / "sc", episodes=1, seconds=1.0, camera_hz=10, size=(32, 24))
+    edit_meta(c, lambda d: d.update(tasks=[{"prompt": "wipe"}], episodes=[dict(d["episodes"][0], task_index=0)]))
+    out = tmp_path / "out"
+    cli(a, b, c, "-o", out, "-q")
+    ds = Dataset(out)
+    assert [t["prompt"] for t in ds.meta.tasks] == ["pick", "place", "wipe"]
+    assert [ep["task_index"] for ep in ds.episodes] == [1, 0, 0, 2]
+    assert ds.episode_ids == ["0", "1", "2", "3"]
+    assert [ep["success"] for ep in ds.episodes] == [True, True, False, True]
+    assert [(Path(ep["source"]["dataset"]).name, ep["source"]["id"]) for ep in ds.episodes] == [
+        ("sa", "0"), ("sa", "1"), ("sb", "0"), ("sc", "0")]
+    od = pytest.importorskip("openarm_dataset")
+    ref = od.Dataset(out)
+    assert [ref.meta.data["tasks"][ep["task_index"]]["prompt"] for ep in ref.meta.episodes] == ["place", "pick", "pick", "wipe"]
+
+
+def test_link_hard_links_and_never_symlinks(synth, tmp_path):
+    a, b = synth
+    before = tree_hashes(a)
+    out = tmp_path / "out"
+    cli(a, b, "--link", "-o", out, "-q")
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert not [p for p in out.rglob("*") if p.is_symlink()]
+    src = a / "episodes/1/obs/arms/right/state.parquet"
+    dst = out / "episodes/1/obs/arms/right/state.parquet"
+    assert os.stat(src).st_ino == os.stat(dst).st_ino and len(files) > 20
+    # this package's writers replace files by rename: rewriting the output never reaches the source
+    from openarm_sim_dataset.streams import read_table, write_table
+    write_table(dst, read_table(dst).slice(0, 3))
+    assert tree_hashes(a) == before and os.stat(src).st_ino != os.stat(dst).st_ino
+    # copy mode: independent inodes
+    cli(a, b, "-o", tmp_path / "copied", "-q")
+    assert os.stat(tmp_path / "copied/episodes/1/obs/arms/right/state.parquet").st_ino != os.stat(src).st_ino
+
+
+def test_old_layouts_merge_into_0_4_0(tmp_path):
+    src = fixture_path("own", "dataset_0.1.0")
+    b = _copy(src, tmp_path / "copy")
+    out = tmp_path / "out"
+    cli(src, b, "-o", out, "-q")
+    ds = Dataset(out)
+    assert ds.version == "0.4.0" and ds.num_episodes == 2 * Dataset(src).num_episodes
+    n = len(Dataset(src).episode_ids)
+    for i in range(ds.num_episodes):
+        o, s = ds.load_obs(i), Dataset(src).load_obs(i % n)
+        assert list(o) == list(s) and all(o[k].equals(s[k]) for k in o)
+    assert assert_reads_like_reference(out) > 0
+
+
+def test_merge_killed_midway_leaves_no_output(tmp_path):
+    a = write_synthetic(tmp_path / "a", episodes=8, seconds=2.0, camera_hz=30, size=(32, 24))
+    b = write_synthetic(tmp_path / "b", episodes=8, seconds=2.0, camera_hz=30, size=(32, 24), seed=1)
+    before = tree_hashes(a) | {"b/" + k: v for k, v in tree_hashes(b).items()}
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "openarm_sim_dataset.cli.merge", str(a), str(b), "-o", str(out), "-q"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    killed_with_tmp = False
+    while time.time() < deadline and proc.poll() is None:
+        tmps = list(tmp_path.glob(".tmp-out.*"))
+        if tmps and (tmps[0] / "episodes" / "2").exists():
+            proc.send_signal(signal.SIGKILL)
+            killed_with_tmp = True
+            break
+        time.sleep(0.005)
+    proc.wait()
+    assert killed_with_tmp, "merge finished before it could be killed"
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists()
+    assert list(tmp_path.glob(".tmp-out.*"))  # the half-built temporary folder is all that is left
+    assert tree_hashes(a) | {"b/" + k: v for k, v in tree_hashes(b).items()} == before
+    # the next merge removes the dead run's leftover and completes
+    cli(a, b, "-o", out, "-q")
+    assert Dataset(out).num_episodes == 16 and not list(tmp_path.glob(".tmp-out.*"))
