@@ -114,24 +114,30 @@ def package_differences(sim: dict) -> list[str]:
 
 @dataclass
 class RerenderReport:
-    """Stored frames rendered again: depth and labels must match exactly, RGB within a tolerance."""
+    """Stored frames rendered again: depth and labels must match exactly; RGB is re-encoded with the
+    recorded JPEG quality and compared byte for byte (exact on the same GL implementation), and its
+    PSNR against the decoded stored JPEG is reported."""
 
     frames: int
     depth_exact: int
     labels_exact: int
-    rgb_max_abs: int
-    rgb_mean_abs: float
+    jpeg_exact: int
+    min_psnr_db: float
 
 
 def rerender(model: mujoco.MjModel, side: dict[str, np.ndarray], frames: dict[str, np.ndarray],
-             jpeg_frames: dict[str, list[np.ndarray]], renderer) -> RerenderReport:
-    """Render every stored frame state again and compare with the stored depth, labels and (decoded)
-    RGB. RGB is compared against the stored JPEG, so it differs by the JPEG loss at least; images
-    depend on the GL implementation (llvmpipe here): another renderer may differ."""
+             stored_jpegs: dict[str, list[bytes]], quality: int, renderer) -> RerenderReport:
+    """Render every stored frame state again and compare with the stored depth, labels and JPEGs.
+
+    Images depend on the GL implementation (llvmpipe here): on another renderer depth/labels may
+    still match while RGB bytes differ."""
+    from ..camera import decode_jpeg
+    from .recorder import encode_jpeg
+
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     data = mujoco.MjData(model)
-    n = depth_ok = labels_ok = 0
-    rgb_max, rgb_sum, rgb_count = 0, 0.0, 0
+    n = depth_ok = labels_ok = jpeg_ok = 0
+    min_psnr = float("inf")
     for k, state in enumerate(side["state"]):
         mujoco.mj_setState(model, data, state, spec)
         mujoco.mj_kinematics(model, data)
@@ -141,8 +147,8 @@ def rerender(model: mujoco.MjModel, side: dict[str, np.ndarray], frames: dict[st
             n += 1
             depth_ok += np.array_equal(img["depth"], frames[f"depth_{cam}"][k])
             labels_ok += np.array_equal(img["labels"], frames[f"labels_{cam}"][k])
-            diff = np.abs(img["rgb"].astype(np.int16) - jpeg_frames[cam][k].astype(np.int16))
-            rgb_max = max(rgb_max, int(diff.max()))
-            rgb_sum += float(diff.mean())
-            rgb_count += 1
-    return RerenderReport(n, depth_ok, labels_ok, rgb_max, rgb_sum / max(rgb_count, 1))
+            stored = stored_jpegs[cam][k]
+            jpeg_ok += encode_jpeg(img["rgb"], quality) == stored
+            mse = np.mean((img["rgb"].astype(np.float64) - decode_jpeg(stored).astype(np.float64)) ** 2)
+            min_psnr = min(min_psnr, 10 * np.log10(255.0**2 / mse) if mse > 0 else float("inf"))
+    return RerenderReport(n, depth_ok, labels_ok, jpeg_ok, min_psnr)

@@ -12,11 +12,11 @@ name becomes e.g. ``"robot/openarm_right_joint1"``.  Use the helpers here instea
 of hard-coding names.
 
 Layout (defaults of :class:`SceneConfig`): shoulders (attach frame) at
-``z = 0.60``; table top at ``z = 0.30``; the cube area is a 20 x 20 cm square
-centred at ``(0.30, -0.18)`` in front of the right arm; the tray is centred at
-``(0.30, 0.05)``.
+``z = 0.79``; table top at ``z = 0.30``; the cube area is a 20 x 20 cm square
+centred at ``(0.13, -0.23)`` in front of the right arm; the tray (12 x 12 cm
+inside) is centred at ``(0.18, 0.01)``; a visual-only stand below the shoulders.
 
-Reachability (measured with :func:`openarm_sim_dataset.sim.ik.solve_ik`, see
+Reachability (measured with :class:`openarm_sim_dataset.sim.ik.IKSolver`, see
 ``tests/test_sim_ik.py`` and ``tools/sim_reach.py``): see :data:`REACH_NOTE`.
 """
 
@@ -86,9 +86,12 @@ HOME_ARM_QPOS: Dict[str, np.ndarray] = {
 #: [-45, 45] deg) grasp poses over the cube area; filled in from
 #: ``tools/sim_reach.py`` output.
 REACH_NOTE = (
-    "IK (position tol 1 mm, orientation tol 0.01 rad) over an 11 x 11 grid of the "
-    "20 x 20 cm cube area x 3 yaws (-45, 0, +44 deg) at grasp height and 15 cm above: "
-    "see tools/sim_reach.py; last measured 726/726 = 100 %."
+    "Full pick-and-place plan (every IK knot of approach, descent, lift, carry, lowering; position "
+    "tol 1 mm, orientation tol 0.01 rad, fingers straight down) over an 11 x 11 grid of the 20 x 20 cm "
+    "cube area x 3 cube yaws (-45, 0, +44 deg): 363/363 = 100 % (tools/sim_reach.py --n 11, ~0.2 s/plan). "
+    "Top-down grasps are only reachable in a narrow band: shoulders 0.49 m above the table, area "
+    "0.03-0.23 m in front of the shoulders and 0.0-0.2 m outboard of the right shoulder; gripper yaws "
+    "of about 90-180 deg are the reachable ones, hence the yaw offsets tried by the controller."
 )
 
 
@@ -122,8 +125,8 @@ class SceneConfig:
     height: int = 120
     arm_height: float = 0.79
     table_height: float = 0.30
-    table_center_xy: Tuple[float, float] = (0.20, -0.10)
-    table_half_xy: Tuple[float, float] = (0.30, 0.45)
+    table_center_xy: Tuple[float, float] = (0.225, -0.10)
+    table_half_xy: Tuple[float, float] = (0.275, 0.45)
     cube_area_center: Tuple[float, float] = (0.13, -0.23)
     cube_area_half: float = 0.10
     tray_center_xy: Tuple[float, float] = (0.18, 0.01)
@@ -203,7 +206,7 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
     vis.global_.offwidth = max(cfg.offscreen_size[0], cfg.width)
     vis.global_.offheight = max(cfg.offscreen_size[1], cfg.height)
     vis.headlight.ambient = [0.35, 0.35, 0.35]
-    vis.headlight.diffuse = [0.5, 0.5, 0.5]
+    vis.headlight.diffuse = [0.4, 0.4, 0.4]
     vis.headlight.specular = [0.0, 0.0, 0.0]
     vis.map.znear = 0.01
     vis.map.zfar = 50.0
@@ -219,7 +222,7 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
 
     # Lights (no shadows: cheap headless rendering).
     wb.add_light(name="key", pos=[0.6, -0.6, 2.0], dir=[-0.25, 0.25, -1.0], castshadow=False,
-                 diffuse=[0.6, 0.6, 0.6], specular=[0.1, 0.1, 0.1])
+                 diffuse=[0.45, 0.45, 0.45], specular=[0.1, 0.1, 0.1])
     wb.add_light(name="fill", pos=[-0.5, 0.5, 2.0], dir=[0.3, -0.3, -1.0], castshadow=False,
                  diffuse=[0.3, 0.3, 0.3], specular=[0.0, 0.0, 0.0])
 
@@ -260,9 +263,13 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
                    solref=[0.005, 1.0])
         b.add_site(name=name + "_site", size=[0.005, 0.005, 0.005], group=5)
 
+    # Robot stand: visual-only column under the shoulders (label "robot").
+    wb.add_geom(name="robot_stand", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.05, 0.12, cfg.arm_height / 2],
+                pos=[-0.12, 0.0, cfg.arm_height / 2], rgba=[0.25, 0.25, 0.27, 1.0], contype=0, conaffinity=0)
+
     # Head camera: fixed, above and behind/left of the table, looking at the workspace.
-    head_pos = [0.95, -0.22, 1.10]
-    head_target = [0.22, -0.22, th]
+    head_pos = [0.80, -0.12, 0.95]
+    head_target = [0.14, -0.12, th + 0.02]
     wb.add_camera(name="head", pos=head_pos, quat=_look_at_quat(head_pos, head_target), fovy=cfg.head_fovy)
 
     # Robot: match options before attaching so that no attach conflict is reported.
@@ -338,7 +345,9 @@ def geom_labels(model: mujoco.MjModel) -> np.ndarray:
     for g in range(model.ngeom):
         name = model.geom(g).name
         body = model.body(model.geom_bodyid[g]).name
-        if name == "floor":
+        if name == "robot_stand":
+            lab[g] = 3
+        elif name == "floor":
             lab[g] = 1
         elif body in by_body:
             lab[g] = by_body[body]
