@@ -341,12 +341,16 @@ class PickPlace:
         for off in YAW_OFFSETS:
             yaw = w + off
             q_pre, ok, _ = self.ik.solve(p_pre, topdown_quat(yaw), q_now[:7], self.rng)
-            if not ok:
-                continue
-            descend = self._line(p_pre, p_grasp, yaw, q_pre)
-            lift = None if descend is None else self._line(p_grasp, p_pre, yaw, descend[-1])
-            if lift is None:
-                continue
+            descend = self._line(p_pre, p_grasp, yaw, q_pre) if ok else None
+            if descend is None:
+                # Fallback: chain upward from a grasp-pose solution and reverse it.
+                q_g, ok_g, _ = self.ik.solve(p_grasp, topdown_quat(yaw), q_now[:7], self.rng)
+                up = self._line(p_grasp, p_pre, yaw, q_g) if ok_g else None
+                if up is None:
+                    continue
+                descend = up[::-1].copy()
+                q_pre = descend[0]
+            lift = descend[::-1].copy()
             for poff in PLACE_YAW_OFFSETS:
                 q_at, ok_at, _ = self.ik.solve(p_above_tray, topdown_quat(yaw + poff), lift[-1], self.rng)
                 if not ok_at or not self._high_enough(lift[-1], q_at, p_pre[2] - CARRY_DIP):
