@@ -253,6 +253,14 @@ class Dataset:
                 {key: v[k] for key, v in sim_rows},
             )
 
+    # ----------------------------------------------------------------- validation
+    def validate(self, **options) -> list:
+        """Run the validation checks (see :func:`openarm_sim_dataset.validate.validate`) and return
+        their rows ``(check, passed, detail, episodes)``. Does not modify the dataset."""
+        from .validate import validate
+
+        return validate(self, **options)
+
     # -------------------------------------------------------------------- writing
     def episode_data(self, episode: EpisodeRef) -> EpisodeData:
         """An episode's content in the writer's terms (streams grouped per component, frame bytes)."""

@@ -16,6 +16,13 @@ from . import layout, sampler
 from .metadata import Metadata
 from .writer import ComponentStreams, EpisodeData, create_dataset_root, finish_dataset_root, remove_tree, write_episode_tree
 
+#: Joint-range centres of the OpenArm v2 MJCF (rad; last value: gripper), so that synthetic
+#: trajectories (+-0.3 rad around them) respect the joint limits.
+MID_QPOS = {
+    "right": np.array([1.047, 1.571, 0.0, 1.222, 0.0, 0.0, 0.0, -0.3]),
+    "left": np.array([-1.047, -1.571, 0.0, 1.222, 0.0, 0.0, 0.0, 0.3]),
+}
+
 #: First timestamp of episode 0: a Unix time in ns (all stamps share one digit count).
 BASE_NS = 1_772_000_000_000_000_000
 
@@ -76,10 +83,10 @@ def synthetic_episode(index: int, seconds: float, state_hz: float, camera_hz: fl
             t = (ts - start) / 1e9
             freq = 0.2 + 0.05 * np.arange(8)
             phase = rng.uniform(0, 2 * np.pi, 8) + side_i
-            q = (0.5 * np.sin(2 * np.pi * freq * (t[:, None] + lag) + phase)).astype(np.float32)
+            q = (MID_QPOS[side] + 0.3 * np.sin(2 * np.pi * freq * (t[:, None] + lag) + phase)).astype(np.float32)
             attrs = {"qpos": q}
             if kind == "obs":
-                attrs["qvel"] = (np.pi * freq * np.cos(2 * np.pi * freq * t[:, None] + phase)).astype(np.float32)
+                attrs["qvel"] = (0.6 * np.pi * freq * np.cos(2 * np.pi * freq * t[:, None] + phase)).astype(np.float32)
                 attrs["qtorque"] = (0.1 * q).astype(np.float32)
             target[("arms", side)] = ComponentStreams(ts, attrs)
     w, h = size

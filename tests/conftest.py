@@ -69,3 +69,36 @@ def assert_reads_like_reference(ours_path: Path, ref_path: Path | None = None, r
                 compared += 1
             np.testing.assert_array_equal(rcam.get_frame(0).load(), ocam.get_frame(0).load())
     return compared
+
+
+# ------------------------------------------------------------------ simulated datasets
+#: Small generation settings for tests: 128x96 images, cameras at 5 Hz (episodes 0 and 1 of seed 10).
+CLI_ARGS = ["--seed", "10", "--size", "128x96", "--camera-hz", "5", "--quiet"]
+
+
+def _small_config():
+    from openarm_sim_dataset.sim.generate import GenerateConfig
+    from openarm_sim_dataset.sim.recorder import RecordConfig
+    from openarm_sim_dataset.sim.scene import SceneConfig
+
+    return GenerateConfig(seed=10, scene=SceneConfig(width=128, height=96), record=RecordConfig(camera_hz=5.0))
+
+
+SMALL = _small_config()
+
+
+def tree_bytes(root: Path, skip=("metadata.yaml",)) -> dict[str, bytes]:
+    """Every file under ``root`` (except metadata.yaml and the lock) as bytes, by relative path."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in skip and p.name != ".lock"}
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> Path:
+    """A simulated dataset of two episodes, generated once per test session (never modify it)."""
+    from openarm_sim_dataset.sim.generate import generate
+
+    out = tmp_path_factory.mktemp("gen") / "ds"
+    summary = generate(out, range(2), SMALL)
+    assert summary.made == 2 and len(summary.episodes) == 2
+    return out

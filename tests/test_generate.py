@@ -12,32 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, assert_reads_like_reference
+from conftest import CLI_ARGS, REPO, SMALL, assert_reads_like_reference, tree_bytes
 from openarm_sim_dataset import Dataset
 
 pytest.importorskip("mujoco")
 
 from openarm_sim_dataset import sidecar  # noqa: E402
 from openarm_sim_dataset.sim.generate import GenerateConfig, GenerateError, generate, wilson_interval  # noqa: E402
-from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
 from openarm_sim_dataset.sim.replay import replay  # noqa: E402
+from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
 from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
-
-SMALL = GenerateConfig(seed=10, scene=SceneConfig(width=64, height=48), record=RecordConfig(camera_hz=5.0))
-CLI_ARGS = ["--seed", "10", "--size", "64x48", "--camera-hz", "5", "--quiet"]
-
-
-def tree_bytes(root: Path, skip=("metadata.yaml",)) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name not in skip and p.name != ".lock"}
-
-
-@pytest.fixture(scope="session")
-def generated(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gen") / "ds"
-    summary = generate(out, range(2), SMALL)
-    assert summary.made == 2 and len(summary.episodes) == 2
-    return out
 
 
 def test_layout_and_reference_reads_it(generated):
@@ -59,7 +43,7 @@ def test_layout_and_reference_reads_it(generated):
         assert np.all(np.diff(ts) == 4_000_000)  # 250 Hz exactly
         cam = ds.load_camera("head", i)
         assert np.all(np.diff(cam.timestamps) == 200_000_000)  # 5 Hz exactly
-        assert cam.get_frame(0).load().shape == (48, 64, 3)
+        assert cam.get_frame(0).load().shape == (96, 128, 3)
 
 
 def test_sample_returns_sim_streams_aligned(generated):
@@ -71,7 +55,7 @@ def test_sample_returns_sim_streams_aligned(generated):
         k = int(np.searchsorted(side["frame_timestamp"], s.timestamp, side="right") - 1)
         np.testing.assert_array_equal(s.sim["object_pose"], side["object_pose"][k])
         np.testing.assert_array_equal(s.sim["cam_mat/wrist_right"], side["cam_mat_wrist_right"][k])
-        assert s.sim["depth/head"].shape == (48, 64) and s.sim["labels/head"].dtype == np.uint8
+        assert s.sim["depth/head"].shape == (96, 128) and s.sim["labels/head"].dtype == np.uint8
         assert s.cameras["head"].timestamp == side["frame_timestamp"][k]
 
 
@@ -107,7 +91,7 @@ def test_contradicting_arguments_and_second_writer_refused(generated, tmp_path):
 
     copy = tmp_path / "copy"
     shutil.copytree(generated, copy)
-    other = GenerateConfig(seed=10, scene=SceneConfig(width=64, height=48), record=RecordConfig(camera_hz=10.0))
+    other = GenerateConfig(seed=10, scene=SceneConfig(width=128, height=96), record=RecordConfig(camera_hz=10.0))
     with pytest.raises(GenerateError, match="camera_hz: stored 5.0 vs now 10.0"):
         generate(copy, range(3), other)
     with pytest.raises(GenerateError, match="seed: stored 10 vs now 11"):

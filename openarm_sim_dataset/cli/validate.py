@@ -1,0 +1,85 @@
+"""dataset-validate DIR: checks of form (any dataset) and of meaning (simulated datasets).
+
+Prints one row per check, `[pass|FAIL|skip] check  detail`, with figures. By default the result is
+written into metadata.yaml as `valid: true|false` per checked episode (atomically); an episode is
+invalid when a failed check names it. Exit 0: valid; 1: some check failed; 2: unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import fields
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
+
+from ..validate.core import Thresholds  # noqa: E402
+from . import EXIT_INVALID, EXIT_OK, run  # noqa: E402
+
+_HELP = {
+    "gap_periods": "an interval longer than this many declared periods is a dropped sample",
+    "rate_tolerance": "median interval must be within this fraction of the declared period",
+    "max_joint_step": "rad: a larger qpos change between consecutive samples is a jump",
+    "joint_limit_margin": "rad allowed beyond the OpenArm joint limits (joints 1-7)",
+    "quat_norm_tolerance": "allowed | |q| - 1 | of pose quaternions",
+    "min_duration": "s: shorter episodes are too short to use",
+    "plane_error": "m: median distance of back-projected floor/table pixels to their plane",
+    "reprojection_px": "px: cube centre projected with the fixed camera vs its mask centroid",
+    "wrist_hit_fraction": "fraction of in-view frames where the red cube projects onto its own label",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dataset-validate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
+    p.add_argument("--episodes", nargs="+", help="only these episode ids")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--no-update-metadata", action="store_true", help="do not write valid flags into metadata.yaml")
+    p.add_argument("--no-simulation", action="store_true", help="skip the simulation checks")
+    p.add_argument("--regenerate", nargs="+", metavar="ID", default=[],
+                   help="generate these episodes again from their seed and compare array for array (slow)")
+    p.add_argument("--checks", nargs="+", help="run only these checks")
+    t = p.add_argument_group("thresholds")
+    for f in fields(Thresholds):
+        t.add_argument(f"--{f.name.replace('_', '-')}", type=float, default=f.default,
+                       help=f"{_HELP.get(f.name, '')} (default {f.default})")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    def body() -> int:
+        from ..dataset import Dataset
+        from ..validate import valid_flags, validate, write_valid_flags
+
+        ds = Dataset(args.dataset)
+        th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})
+        rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
+                        regenerate=args.regenerate, checks=args.checks)
+        flags = valid_flags(ds, rows, args.episodes)
+        if not args.no_update_metadata:
+            write_valid_flags(ds, flags)
+        failed = [r for r in rows if not r.passed and not r.skipped]
+        if args.json:
+            print(json.dumps({"dataset": str(ds.root), "valid": not failed, "rows": [r.to_dict() for r in rows],
+                              "episodes": flags}, indent=2))
+        else:
+            width = max(len(r.check) for r in rows)
+            for r in rows:
+                tag = "skip" if r.skipped else ("pass" if r.passed else "FAIL")
+                eps = f"  [episodes: {', '.join(r.episodes[:10])}{' ...' if len(r.episodes) > 10 else ''}]" if not r.passed and r.episodes else ""
+                print(f"[{tag}] {r.check:<{width}}  {r.detail}{eps}")
+            n_bad = sum(not v for v in flags.values())
+            print(f"{ds.root}: {'valid' if not failed else 'INVALID'} ({len(rows) - len(failed)}/{len(rows)} checks passed, "
+                  f"{len(flags) - n_bad}/{len(flags)} episodes valid)")
+        return EXIT_INVALID if failed else EXIT_OK
+
+    return run(body, "dataset-validate")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""The validation machinery: thresholds, the per-run context (each file read once), the runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import layout, sidecar
+from ..camera import Camera
+from ..dataset import Dataset
+from ..errors import DatasetError
+from ..streams import Stream
+
+
+@dataclass
+class Thresholds:
+    """Defaults of every threshold (all overridable from the CLI)."""
+
+    gap_periods: float = 1.5  # an interval longer than this many declared periods is a dropped sample
+    rate_tolerance: float = 0.05  # median interval within this fraction of the declared period
+    max_joint_step: float = 0.3  # rad: larger qpos change between consecutive samples is a jump
+    joint_limit_margin: float = 0.05  # rad beyond the OpenArm joint limits (joints 1-7; MuJoCo limits are soft)
+    quat_norm_tolerance: float = 1e-3  # | |q| - 1 | for pose quaternions
+    min_duration: float = 0.25  # s: shorter episodes are unusable
+    plane_error: float = 0.001  # m: median distance of back-projected floor/table pixels to their plane
+    reprojection_px: float = 2.0  # px: cube centre projection vs mask centroid (fixed camera)
+    wrist_hit_fraction: float = 0.9  # fraction of in-view frames where the red cube projects onto itself
+
+
+@dataclass
+class Outcome:
+    """What one check found: ``passed``, a detail with figures, and the episodes it fails."""
+
+    passed: bool
+    detail: str
+    episodes: list[str] = field(default_factory=list)
+    skipped: bool = False
+
+
+@dataclass
+class CheckResult:
+    """One row of the report."""
+
+    check: str
+    passed: bool
+    detail: str
+    episodes: list[str]
+    skipped: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Context:
+    """Everything a check may look at, loaded lazily and at most once per file."""
+
+    def __init__(self, ds: Dataset, episodes: list[str], thresholds: Thresholds, regenerate: list[str] | None = None):
+        self.ds = ds
+        self.episodes = episodes
+        self.t = thresholds
+        self.regenerate = regenerate or []
+        self._streams: dict[tuple[str, str], dict[str, Stream] | str] = {}
+        self._cameras: dict[str, dict[str, Camera] | str] = {}
+        self._sidecar: dict[str, dict | str] = {}
+        self._frames: dict[str, dict | str] = {}
+        self.cache: dict = {}
+
+    # each getter returns the data or an error string (never raises for bad files)
+    def streams(self, ep: str, kind: str) -> dict[str, Stream] | str:
+        key = (ep, kind)
+        if key not in self._streams:
+            try:
+                self._streams[key] = self.ds.streams(ep, kind)
+            except DatasetError as e:
+                self._streams[key] = str(e)
+        return self._streams[key]
+
+    def cameras(self, ep: str) -> dict[str, Camera] | str:
+        if ep not in self._cameras:
+            try:
+                self._cameras[ep] = self.ds.load_cameras(ep)
+            except DatasetError as e:
+                self._cameras[ep] = str(e)
+        return self._cameras[ep]
+
+    def sim_dir(self, ep: str) -> Path:
+        return layout.sim_dir(self.ds.root, ep)
+
+    def sidecar(self, ep: str) -> dict | str:
+        if ep not in self._sidecar:
+            try:
+                self._sidecar[ep] = sidecar.load_npz(self.sim_dir(ep) / sidecar.SIDECAR_FILE)
+            except DatasetError as e:
+                self._sidecar[ep] = str(e)
+        return self._sidecar[ep]
+
+    def frames(self, ep: str) -> dict | str:
+        if ep not in self._frames:
+            try:
+                self._frames[ep] = sidecar.load_npz(self.sim_dir(ep) / sidecar.FRAMES_FILE)
+            except DatasetError as e:
+                self._frames[ep] = str(e)
+        return self._frames[ep]
+
+    def good_sidecars(self) -> dict[str, dict]:
+        return {ep: s for ep in self.episodes if isinstance(s := self.sidecar(ep), dict)}
+
+
+CheckFn = Callable[[Context], Outcome]
+
+
+def _is_simulated(ds: Dataset) -> bool:
+    return ds.meta.simulation is not None
+
+
+def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresholds | None = None,
+             simulation: bool = True, regenerate: list[str] | None = None,
+             checks: list[str] | None = None) -> list[CheckResult]:
+    """Run every applicable check and return one row per check (form checks, then sim checks).
+
+    ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
+    and compare array for array (slow); ``checks`` restricts to the named checks.
+    """
+    from .form import FORM_CHECKS
+    from .simulation import SIM_CHECKS
+
+    ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
+    ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
+    table = list(FORM_CHECKS)
+    if simulation and _is_simulated(ds):
+        table += SIM_CHECKS
+    rows = []
+    for name, fn in table:
+        if checks is not None and name not in checks:
+            continue
+        try:
+            out = fn(ctx)
+        except DatasetError as e:
+            out = Outcome(False, str(e), list(ids))
+        rows.append(CheckResult(name, bool(out.passed), out.detail, sorted(set(out.episodes), key=_id_key), out.skipped))
+    return rows
+
+
+def _id_key(ep: str):
+    return (0, int(ep), ep) if ep.isdigit() else (1, 0, ep)
+
+
+def valid_flags(ds: Dataset, rows: list[CheckResult], episodes: list[str] | None = None) -> dict[str, bool]:
+    """``valid`` per checked episode: false if any failed check names it (or names no episode)."""
+    ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
+    bad: set[str] = set()
+    for r in rows:
+        if not r.passed and not r.skipped:
+            bad.update(r.episodes if r.episodes else ids)
+    return {ep: ep not in bad for ep in ids}
+
+
+def write_valid_flags(ds: Dataset, flags: dict[str, bool]) -> None:
+    """Write ``valid: true|false`` into metadata.yaml for the given episodes (atomic write)."""
+    meta = ds.meta
+    for ep in meta.episodes:
+        ep_id = layout.check_name(ep["id"], "episode id")
+        if ep_id in flags:
+            ep["valid"] = bool(flags[ep_id])
+    meta.write(ds.root)
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}"
+
+
+def stats(values: np.ndarray) -> str:
+    if len(values) == 0:
+        return "n/a"
+    return f"mean {np.mean(values):.3g}, max {np.max(values):.3g}"
+

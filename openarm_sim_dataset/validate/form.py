@@ -1,0 +1,324 @@
+"""Checks of form, for every dataset (recorded or simulated, any layout version)."""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import layout
+from ..atomic import TMP_PREFIX
+from ..camera import decode_jpeg
+from ..errors import DatasetError
+from .core import CheckFn, Context, Outcome
+
+
+def check_metadata(ctx: Context) -> Outcome:
+    meta = ctx.ds.meta
+    problems = []
+    if not meta.tasks:
+        problems.append("no tasks")
+    for cam in meta.cameras:
+        if ctx.ds.version != layout.UNVERSIONED and meta.frequency("cameras", meta.stored_camera_name(cam)) is None:
+            problems.append(f"no frequency for camera {cam}")
+    for emb in meta.embodiments:
+        for kind in layout.KINDS:
+            for comp in emb.components or (None,):
+                if ctx.ds.version != layout.UNVERSIONED and meta.frequency(kind, emb.name, comp) is None:
+                    problems.append(f"no {kind} frequency for {emb.name}{'/' + comp if comp else ''}")
+    detail = f"version {meta.version}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
+    return Outcome(not problems, detail + ("; " + "; ".join(problems) if problems else ""), [])
+
+
+def check_episode_folders(ctx: Context) -> Outcome:
+    root = ctx.ds.root / layout.EPISODES_DIR
+    listed = set(ctx.ds.episode_ids)
+    present = {e.name for e in os.scandir(root)} if root.is_dir() else set()
+    missing = sorted(listed - present)
+    leftovers = sorted(n for n in present if n.startswith(TMP_PREFIX))
+    unlisted = sorted(n for n in present - listed if not n.startswith(TMP_PREFIX))
+    parts = []
+    if missing:
+        parts.append(f"missing folders: {', '.join(missing)}")
+    if unlisted:
+        parts.append(f"unlisted folders: {', '.join(unlisted)}")
+    if leftovers:
+        parts.append(f"leftovers of uncommitted writes: {', '.join(leftovers)}")
+    ok = not parts
+    return Outcome(ok, f"{len(listed)} listed, {len(present)} folders" + ("; " + "; ".join(parts) if parts else ""),
+                   [e for e in missing if e in ctx.episodes])
+
+
+def _parquet_files(ctx: Context, ep: str) -> list:
+    folder = layout.episode_dir(ctx.ds.root, ep)
+    return sorted(p for kind in layout.KINDS for p in (folder / kind).rglob("*.parquet")) if folder.is_dir() else []
+
+
+def check_parquet_schema(ctx: Context) -> Outcome:
+    bad, files, problems = set(), 0, []
+    for ep in ctx.episodes:
+        for path in _parquet_files(ctx, ep):
+            files += 1
+            try:
+                schema = pq.read_schema(path)
+            except (pa.ArrowException, OSError) as e:
+                problems.append(f"{path.relative_to(ctx.ds.root)}: unreadable ({str(e).splitlines()[0][:80]})")
+                bad.add(ep)
+                continue
+            ts = schema.field("timestamp").type if "timestamp" in schema.names else None
+            if ts is None or not pa.types.is_timestamp(ts) or ts.unit != "ns":
+                problems.append(f"{path.relative_to(ctx.ds.root)}: timestamp is {ts}, expected timestamp[ns]")
+                bad.add(ep)
+            for f in schema:
+                if f.name == "timestamp":
+                    continue
+                if not (pa.types.is_list(f.type) and f.type.value_type == pa.float32()):
+                    problems.append(f"{path.relative_to(ctx.ds.root)}: column {f.name} is {f.type}, expected list<float32>")
+                    bad.add(ep)
+        for kind in layout.KINDS:
+            s = ctx.streams(ep, kind)
+            if isinstance(s, str):
+                problems.append(s)
+                bad.add(ep)
+    detail = f"{files} parquet files" + (f"; {len(problems)} problems, first: {problems[0]}" if problems else "")
+    return Outcome(not bad, detail, sorted(bad))
+
+
+def _each_stream(ctx: Context):
+    for ep in ctx.episodes:
+        for kind in layout.KINDS:
+            s = ctx.streams(ep, kind)
+            if isinstance(s, dict):
+                for key, stream in s.items():
+                    yield ep, kind, key, stream
+
+
+def check_nulls(ctx: Context) -> Outcome:
+    bad, values, first = set(), 0, None
+    for ep, kind, key, s in _each_stream(ctx):
+        values += s.values.size
+        n = int(np.isnan(s.values).sum())
+        if n:
+            bad.add(ep)
+            first = first or f"episode {ep} {kind} {key}: {n} null/NaN"
+    return Outcome(not bad, f"{values} values read (not trusting parquet statistics)" + (f"; {first}" if first else ""), sorted(bad))
+
+
+def check_timestamps(ctx: Context) -> Outcome:
+    meta = ctx.ds.meta
+    bad, problems, streams, gaps_total = set(), [], 0, 0
+    for ep, kind, key, s in _each_stream(ctx):
+        streams += 1
+        prefix = key.rsplit("/", 1)[0]
+        emb, _, comp = prefix.partition("/")
+        d = np.diff(s.timestamps)
+        if len(d) and not np.all(d > 0):
+            bad.add(ep)
+            problems.append(f"episode {ep} {kind} {key}: not strictly increasing")
+            continue
+        hz = meta.frequency(kind, emb, comp or None)
+        if hz is None or not len(d):
+            continue
+        period = 1e9 / hz
+        med = float(np.median(d))
+        if abs(med - period) > ctx.t.rate_tolerance * period:
+            bad.add(ep)
+            problems.append(f"episode {ep} {kind} {key}: median interval {med / 1e6:.3f} ms vs declared {period / 1e6:.3f} ms")
+        gaps = int(np.sum(d > ctx.t.gap_periods * period))
+        if gaps:
+            gaps_total += gaps
+            bad.add(ep)
+            problems.append(f"episode {ep} {kind} {key}: {gaps} gap(s) > {ctx.t.gap_periods} periods (dropped samples)")
+    for ep in ctx.episodes:
+        cams = ctx.cameras(ep)
+        if not isinstance(cams, dict):
+            continue
+        for name, cam in cams.items():
+            hz = meta.frequency("cameras", meta.stored_camera_name(name))
+            d = np.diff(cam.timestamps)
+            if hz is None or not len(d):
+                continue
+            period = 1e9 / hz
+            gaps = int(np.sum(d > ctx.t.gap_periods * period))
+            if gaps:
+                gaps_total += gaps
+                bad.add(ep)
+                problems.append(f"episode {ep} camera {name}: {gaps} gap(s) > {ctx.t.gap_periods} periods (dropped frames)")
+    detail = f"{streams} streams, {gaps_total} dropped-sample gaps" + (f"; {problems[0]}" if problems else "")
+    return Outcome(not bad, detail, sorted(bad))
+
+
+def check_qpos_jumps(ctx: Context) -> Outcome:
+    bad, worst, first = set(), 0.0, None
+    for ep, kind, key, s in _each_stream(ctx):
+        if not key.endswith("/qpos") or len(s) < 2:
+            continue
+        step = np.abs(np.diff(s.values[:, :7], axis=0))
+        m = float(np.nanmax(step)) if np.isfinite(step).any() else 0.0
+        worst = max(worst, m)
+        if m > ctx.t.max_joint_step:
+            bad.add(ep)
+            first = first or f"episode {ep} {kind} {key}: {m:.3f} rad between consecutive samples"
+    return Outcome(not bad, f"largest step {worst:.4f} rad (limit {ctx.t.max_joint_step})" + (f"; {first}" if first else ""), sorted(bad))
+
+
+@lru_cache(maxsize=1)
+def openarm_joint_limits() -> dict[str, np.ndarray] | None:
+    """(7, 2) joint ranges (rad) per side, from the OpenArm MJCF of openarm-mujoco."""
+    try:
+        from openarm_mujoco import v2
+    except ImportError:
+        return None
+    root = ET.parse(v2.openarm_bimanual_xml()).getroot()
+    ranges = {j.get("name"): j.get("range") for j in root.iter("joint") if j.get("range")}
+    out = {}
+    for side in layout.ARM_SIDES:
+        out[side] = np.array([[float(v) for v in ranges[f"openarm_{side}_joint{i}"].split()] for i in range(1, 8)])
+    return out
+
+
+def check_joint_limits(ctx: Context) -> Outcome:
+    limits = openarm_joint_limits()
+    if limits is None:
+        return Outcome(True, "openarm-mujoco not installed: limits unknown", skipped=True)
+    bad, worst, first = set(), 0.0, None
+    m = ctx.t.joint_limit_margin
+    for ep, kind, key, s in _each_stream(ctx):
+        parts = key.split("/")
+        if parts[-1] != "qpos" or len(parts) != 3 or parts[1] not in limits:
+            continue
+        lim = limits[parts[1]]
+        q = s.values[:, :7]
+        over = np.maximum(lim[:, 0] - m - q, q - lim[:, 1] - m)
+        o = float(np.nanmax(over)) if q.size else -1.0
+        if o > 0:
+            bad.add(ep)
+            worst = max(worst, o + m)
+            first = first or f"episode {ep} {kind} {key}: {o + m:.3f} rad outside the joint limits"
+    return Outcome(not bad, f"joints 1-7 within OpenArm limits +- {m} rad" + (f"; {first}" if first else ""), sorted(bad))
+
+
+def check_pose_quaternions(ctx: Context) -> Outcome:
+    bad, n, worst = set(), 0, 0.0
+    for ep, kind, key, s in _each_stream(ctx):
+        if not key.endswith("/pose"):
+            continue
+        norm = np.linalg.norm(s.values[:, 3:7].astype(np.float64), axis=1)
+        n += len(norm)
+        err = float(np.nanmax(np.abs(norm - 1))) if len(norm) else 0.0
+        worst = max(worst, err)
+        if err > ctx.t.quat_norm_tolerance:
+            bad.add(ep)
+    if n == 0:
+        return Outcome(True, "no pose streams", skipped=True)
+    return Outcome(not bad, f"{n} quaternions, largest | |q|-1 | {worst:.2g} (limit {ctx.t.quat_norm_tolerance})", sorted(bad))
+
+
+def check_episode_length(ctx: Context) -> Outcome:
+    bad, shortest = [], None
+    for ep in ctx.episodes:
+        spans = []
+        for kind in layout.KINDS:
+            s = ctx.streams(ep, kind)
+            if isinstance(s, dict):
+                spans += [(st.timestamps[-1] - st.timestamps[0]) / 1e9 if len(st) > 1 else 0.0 for st in s.values()]
+        dur = min(spans) if spans else 0.0
+        shortest = dur if shortest is None else min(shortest, dur)
+        if dur < ctx.t.min_duration:
+            bad.append(ep)
+    detail = f"shortest {shortest or 0:.2f} s (minimum {ctx.t.min_duration} s)"
+    if bad:
+        detail += f"; too short: {', '.join(bad[:5])}"
+    return Outcome(not bad, detail, bad)
+
+
+def check_cameras_present(ctx: Context) -> Outcome:
+    bad, problems, frames = set(), [], 0
+    for ep in ctx.episodes:
+        cams = ctx.cameras(ep)
+        if isinstance(cams, str):
+            bad.add(ep)
+            problems.append(cams)
+            continue
+        for name, cam in cams.items():
+            frames += cam.num_frames
+            if cam.num_frames == 0:
+                bad.add(ep)
+                problems.append(f"episode {ep} camera {name}: no frames")
+    return Outcome(not bad, f"{len(ctx.ds.camera_names)} cameras, {frames} frames" + (f"; {problems[0]}" if problems else ""), sorted(bad))
+
+
+def check_jpeg_frames(ctx: Context) -> Outcome:
+    jobs = []
+    for ep in ctx.episodes:
+        cams = ctx.cameras(ep)
+        if isinstance(cams, dict):
+            for name, cam in cams.items():
+                jobs += [(ep, name, f) for f in cam.frames()]
+
+    def shape(job):
+        ep, name, frame = job
+        try:
+            return ep, name, frame.load().shape, None
+        except (DatasetError, OSError) as e:
+            return ep, name, None, str(e)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(shape, jobs))
+    bad, problems, sizes = set(), [], {}
+    for ep, name, shp, err in results:
+        if err:
+            bad.add(ep)
+            problems.append(err)
+        else:
+            sizes.setdefault(name, {}).setdefault(shp, set()).add(ep)
+    for name, by_shape in sizes.items():
+        if len(by_shape) > 1:
+            common = max(by_shape, key=lambda k: len(by_shape[k]))
+            for shp, eps in by_shape.items():
+                if shp != common:
+                    bad |= eps
+                    problems.append(f"camera {name}: frames of {shp[1]}x{shp[0]} besides {common[1]}x{common[0]}")
+    return Outcome(not bad, f"{len(results)} frames decoded" + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""), sorted(bad))
+
+
+def check_camera_span(ctx: Context) -> Outcome:
+    bad, first = set(), None
+    for ep in ctx.episodes:
+        cams = ctx.cameras(ep)
+        spans = []
+        for kind in layout.KINDS:
+            s = ctx.streams(ep, kind)
+            if isinstance(s, dict):
+                spans += [(st.timestamps[0], st.timestamps[-1], np.median(np.diff(st.timestamps)) if len(st) > 1 else 0)
+                          for st in s.values() if len(st)]
+        if not isinstance(cams, dict) or not spans:
+            continue
+        lo = max(a for a, _, _ in spans) - max(p for _, _, p in spans)
+        hi = min(b for _, b, _ in spans) + max(p for _, _, p in spans)
+        for name, cam in cams.items():
+            if cam.num_frames and (cam.timestamps[0] < lo or cam.timestamps[-1] > hi):
+                bad.add(ep)
+                first = first or f"episode {ep} camera {name}: frames outside the state streams' span"
+    return Outcome(not bad, "camera stamps inside the obs/action span (+- one state period)" + (f"; {first}" if first else ""), sorted(bad))
+
+
+FORM_CHECKS: list[tuple[str, CheckFn]] = [
+    ("metadata", check_metadata),
+    ("episode_folders", check_episode_folders),
+    ("parquet_schema", check_parquet_schema),
+    ("nulls", check_nulls),
+    ("timestamps", check_timestamps),
+    ("qpos_jumps", check_qpos_jumps),
+    ("joint_limits", check_joint_limits),
+    ("pose_quaternions", check_pose_quaternions),
+    ("episode_length", check_episode_length),
+    ("cameras_present", check_cameras_present),
+    ("jpeg_frames", check_jpeg_frames),
+    ("camera_span", check_camera_span),
+]

@@ -1,0 +1,108 @@
+"""Plant one plausible fault into a copy of a simulated dataset (tests of the validator).
+
+``plant(src, dst, fault)`` copies ``src`` to ``dst`` and corrupts the copy; it returns the
+episode id the fault concerns. Faults are written the way a buggy tool would write them
+(real parquet, real npz, real JPEG bytes), never by editing the validator's inputs in memory.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from openarm_sim_dataset import sidecar
+
+FAULTS = (
+    "drop_frame",
+    "depth_in_mm",
+    "frozen_wrist_pose",
+    "action_shift",
+    "nan_qpos",
+    "null_qpos_no_statistics",
+    "model_changed",
+    "truncated_jpeg",
+    "missing_episode",
+    "unlisted_half_written",
+)
+
+
+def _state_files(ep_dir: Path) -> list[Path]:
+    return sorted(ep_dir.glob("*/arms/*/state.parquet"))
+
+
+def _drop_row(table: pa.Table, i: int) -> pa.Table:
+    keep = np.r_[0:i, i + 1 : table.num_rows]
+    return table.take(pa.array(keep))
+
+
+def plant(src: Path, dst: Path, fault: str) -> str:
+    shutil.copytree(src, dst)
+    eps = dst / "episodes"
+    if fault == "drop_frame":
+        ep = eps / "0"
+        side = sidecar.load_npz(ep / "sim/sidecar.npz")
+        t3 = int(side["frame_timestamp"][3])
+        for f in _state_files(ep):  # the state sample at camera frame 3's time
+            t = pq.read_table(f)
+            ts = t.column("timestamp").cast(pa.int64()).to_numpy()
+            pq.write_table(_drop_row(t, int(np.flatnonzero(ts == t3)[0])), f)
+        for cam in (ep / "cameras").iterdir():
+            (cam / f"{t3}.jpeg").unlink()
+        per_frame = {k: v for k, v in side.items() if k not in ("initial_state", "physics_ctrl")}
+        side.update({k: np.delete(v, 3, axis=0) for k, v in per_frame.items()})
+        sidecar.save_npz(ep / "sim/sidecar.npz", side)
+        frames = sidecar.load_npz(ep / "sim/frames.npz")
+        sidecar.save_npz(ep / "sim/frames.npz", {k: np.delete(v, 3, axis=0) for k, v in frames.items()}, compress=True)
+        return "0"
+    if fault == "depth_in_mm":
+        p = eps / "1/sim/frames.npz"
+        frames = sidecar.load_npz(p)
+        frames["depth_head"] = (frames["depth_head"] * 1000.0).astype(np.float32)
+        sidecar.save_npz(p, frames, compress=True)
+        return "1"
+    if fault == "frozen_wrist_pose":
+        p = eps / "1/sim/sidecar.npz"
+        side = sidecar.load_npz(p)
+        for key in ("cam_pos_wrist_right", "cam_mat_wrist_right"):
+            side[key] = np.repeat(side[key][:1], len(side[key]), axis=0)
+        sidecar.save_npz(p, side)
+        return "1"
+    if fault == "action_shift":
+        f = eps / "0/action/arms/right/state.parquet"
+        t = pq.read_table(f)
+        rows = t.column("qpos").to_pylist()
+        shifted = rows[1:] + rows[-1:]  # each action now shows the next sample's command
+        pq.write_table(t.set_column(1, "qpos", pa.array(shifted, type=pa.list_(pa.float32()))), f)
+        return "0"
+    if fault in ("nan_qpos", "null_qpos_no_statistics"):
+        f = eps / "1/obs/arms/right/state.parquet"
+        t = pq.read_table(f)
+        rows = t.column("qpos").to_pylist()
+        rows[10][2] = float("nan") if fault == "nan_qpos" else None
+        pq.write_table(t.set_column(1, "qpos", pa.array(rows, type=pa.list_(pa.float32()))), f,
+                       write_statistics=fault == "nan_qpos")
+        return "1"
+    if fault == "model_changed":
+        meta_path = dst / "metadata.yaml"
+        doc = yaml.safe_load(meta_path.read_text())
+        doc["simulation"]["scene"]["cube_mass"] = doc["simulation"]["scene"]["cube_mass"] * 1.1
+        meta_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return "0"
+    if fault == "truncated_jpeg":
+        frames = sorted((eps / "0/cameras/head").iterdir())
+        data = frames[5].read_bytes()
+        frames[5].write_bytes(data[: len(data) // 2])
+        return "0"
+    if fault == "missing_episode":
+        shutil.rmtree(eps / "1")
+        return "1"
+    if fault == "unlisted_half_written":
+        half = eps / "2"
+        shutil.copytree(eps / "0" / "obs", half / "obs")  # killed after obs, before cameras and metadata
+        return "2"
+    raise ValueError(f"unknown fault {fault!r}")
