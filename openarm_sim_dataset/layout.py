@@ -59,7 +59,6 @@ ARM_DOF = len(ARM_JOINTS)
 LEGACY_CAMERA_RENAMES = {"left_wrist": "wrist_left", "right_wrist": "wrist_right"}
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
-_FRAME_NAME = re.compile(r"([0-9]{1,20})\.(jpeg|jpg)")
 
 
 def check_name(name: object, what: str, source: str | Path | None = None) -> str:
@@ -85,8 +84,11 @@ def check_name(name: object, what: str, source: str | Path | None = None) -> str
 
 def parse_frame_name(name: str) -> int | None:
     """Return the nanosecond timestamp encoded in a frame file name ``<ns>.jpeg``, or None."""
-    m = _FRAME_NAME.fullmatch(name)
-    return int(m.group(1)) if m else None
+    stem, _, ext = name.rpartition(".")
+    # same rule as the regex `[0-9]{1,20}\.(jpeg|jpg)`, without its per-call cost (hot in listings)
+    if ext in ("jpeg", "jpg") and 0 < len(stem) <= 20 and stem.isascii() and stem.isdigit():
+        return int(stem)
+    return None
 
 
 def frame_name(timestamp_ns: int) -> str:
