@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import layout
 from .atomic import TMP_PREFIX, remove_tree
+from .convert import metadata_0_4_0
 from .dataset import Dataset
 from .errors import DatasetError
 from .report import Summary, progress
@@ -252,7 +253,7 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
                     _transfer(Path(src), dest / rel, link)
             summary.episodes += 1
             bar.update(1)
-        meta = datasets[0].meta.copy()
+        meta = metadata_0_4_0(datasets[0])
         meta.data["tasks"] = tasks
         meta.data["episodes"] = [new for _ds, _ep, new in plan]
         meta.data["merged_from"] = [

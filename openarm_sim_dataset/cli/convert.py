@@ -1,0 +1,71 @@
+"""dataset-convert IN OUT --format openarm|lerobot_v2.1|lerobot_v3.0|gr00t: write a converted copy of a dataset."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import run
+
+FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t")
+STATES = ("qpos", "pose", "rot6d")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dataset-convert", description=__doc__,
+        epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0); IN is never modified. OUT must not exist: "
+               "it is built in a temporary folder and renamed into place. LeRobot formats need PyAV "
+               "(pip install 'openarm-sim-dataset[lerobot]').")
+    p.add_argument("input", help="input dataset folder")
+    p.add_argument("output", help="output folder (must not exist)")
+    p.add_argument("--format", choices=FORMATS, default="openarm", help="output format (default openarm = 0.4.0)")
+    p.add_argument("--camera-format", choices=("dir", "tar"), default="dir",
+                   help="openarm: cameras as folders of <ns>.jpeg (dir, default) or one tar per camera")
+    p.add_argument("--valid-only", action="store_true",
+                   help="only episodes that dataset-validate flagged valid: true (an episode without a valid flag "
+                        "has not been validated and is excluded)")
+    p.add_argument("--success-only", action="store_true", help="only episodes with success: true")
+    p.add_argument("--fps", type=int, default=30, help="LeRobot: frame rate of the causal resampling (default 30)")
+    p.add_argument("--state", choices=STATES, default="qpos",
+                   help="LeRobot: arm state representation: joint positions (qpos), end-effector pose "
+                        "x,y,z,qw,qx,qy,qz,gripper in the arm_origin frame (pose), or position + first two "
+                        "rotation-matrix columns + gripper (rot6d); computed by forward kinematics when not recorded")
+    p.add_argument("--arm-dynamics", action="store_true",
+                   help="LeRobot: append recorded qvel and qtorque (obs) to observation.state")
+    p.add_argument("--gop", type=int, default=None, help="LeRobot: keyframe interval in frames (default: fps/2)")
+    p.add_argument("--crf", type=int, default=18, help="LeRobot: H.264 constant rate factor (default 18)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.format == "openarm" and (args.state != "qpos" or args.arm_dynamics):
+        parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm keeps the recorded data)")
+
+    def body() -> int:
+        from ..dataset import Dataset
+
+        ds = Dataset(args.input)
+        if args.format == "openarm":
+            from ..convert.openarm import to_openarm
+
+            summary = to_openarm(ds, args.output, camera_format=args.camera_format, valid_only=args.valid_only,
+                                 success_only=args.success_only, quiet=args.quiet)
+        else:
+            from ..convert.lerobot import LeRobotOptions, to_lerobot
+
+            opts = LeRobotOptions(fps=args.fps, state=args.state, arm_dynamics=args.arm_dynamics,
+                                  valid_only=args.valid_only, success_only=args.success_only,
+                                  gop=args.gop, crf=args.crf)
+            summary = to_lerobot(ds, args.output, args.format, opts, quiet=args.quiet)
+        print(summary.line())
+        return 0
+
+    return run(body, "dataset-convert")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
