@@ -37,6 +37,7 @@ Outcomes: ``success``, ``ik_failed``, ``grasp_missed``, ``dropped_lifting``,
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -178,14 +179,18 @@ _READY_CACHE: Dict[int, np.ndarray] = {}
 
 
 def ready_qpos(model: mujoco.MjModel, cfg: Optional[SceneConfig] = None) -> np.ndarray:
-    """Right-arm start pose (7,): fingers down, yaw YAW_OFFSETS[0], 15 cm above a grasp at the cube-area centre."""
-    key = id(model)
+    """Right-arm start pose (7,): fingers down, yaw YAW_OFFSETS[0], 15 cm above a grasp at the cube-area centre.
+
+    The cube-area centre and table height are read from the model (site ``cube_area_center``);
+    ``cfg`` is accepted for API symmetry and ignored.
+    """
+    key = hashlib.sha256(model.body_pos.tobytes() + model.site_pos.tobytes() + model.geom_size.tobytes()
+                         + model.jnt_range.tobytes()).hexdigest()
     if key in _READY_CACHE:
         return _READY_CACHE[key].copy()
-    cfg = cfg or SceneConfig()
     ik = IKSolver(model, "right", restarts=30)
-    cx, cy = cfg.cube_area_center
-    z = cfg.table_height + CUBE_SIZE / 2 + GRASP_DEPTH + APPROACH_HEIGHT
+    cx, cy, th = model.site("cube_area_center").pos
+    z = th + CUBE_SIZE / 2 + GRASP_DEPTH + APPROACH_HEIGHT
     seed = np.array([0.5, 0.3, 0.0, 1.5, 0.0, 0.0, 0.0])
     q, ok, err = ik.solve([cx, cy, z], topdown_quat(YAW_OFFSETS[0]), seed, np.random.default_rng(0))
     if not ok:
@@ -199,7 +204,7 @@ def _scene_cfg_from_model(model: mujoco.MjModel) -> Tuple[float, np.ndarray, np.
     table = model.geom("table_top")
     th = float(model.geom_pos[table.id][2] + model.geom_size[table.id][2] + model.body("table").pos[2])
     tray = model.body("tray")
-    return th, np.array(tray.pos[:2], float), np.array(model.geom_size[model.geom("tray_floor").id][:2], float)
+    return th, np.array(tray.pos[:2], float), np.array(model.site("tray_center").size[:2], float)
 
 
 def set_initial_state(model: mujoco.MjModel, data: mujoco.MjData, params: EpisodeParams,
@@ -351,6 +356,8 @@ class PickPlace:
                 descend = up[::-1].copy()
                 q_pre = descend[0]
             lift = descend[::-1].copy()
+            if not self._high_enough(q_now[:7], q_pre, p_pre[2] - CARRY_DIP):
+                continue  # joint-space approach would sweep too low over the table
             for poff in PLACE_YAW_OFFSETS:
                 q_at, ok_at, _ = self.ik.solve(p_above_tray, topdown_quat(yaw + poff), lift[-1], self.rng)
                 if not ok_at or not self._high_enough(lift[-1], q_at, p_pre[2] - CARRY_DIP):
@@ -432,13 +439,14 @@ class PickPlace:
         return inner and outer and g > 0.08
 
     def cube_held(self, data: mujoco.MjData) -> bool:
-        """Cube between the finger pads: within 3 cm of the grasp point and touched by a finger."""
+        """Cube held: off the table (bottom >= 2 cm up), touched by a finger, within 6 cm of the grasp point."""
         site = self.right.site
-        R = data.site_xmat[site].reshape(3, 3)
-        rel = R.T @ (data.qpos[self.cube_qadr:self.cube_qadr + 3] - data.site_xpos[site])
-        near = abs(rel[0]) < 0.03 and abs(rel[1]) < 0.03 and abs(rel[2] + GRASP_DEPTH) < 0.03
+        p = data.qpos[self.cube_qadr:self.cube_qadr + 3]
+        grasp_pt = data.site_xpos[site] - GRASP_DEPTH * data.site_xmat[site].reshape(3, 3)[:, 2]
+        near = float(np.linalg.norm(p - grasp_pt)) < 0.06
+        up = p[2] > self.table_z + CUBE_SIZE / 2 + 0.02
         inner, outer = self._finger_contacts(data)
-        return bool(near and (inner or outer))
+        return bool(near and up and (inner or outer))
 
     def _cube_up(self, data: mujoco.MjData) -> np.ndarray:
         w, x, y, z = data.qpos[self.cube_qadr + 3:self.cube_qadr + 7]

@@ -249,7 +249,11 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
     ]):
         tray.add_geom(name=f"tray_wall{i}", type=mujoco.mjtGeom.mjGEOM_BOX, size=[sx, sy, wh / 2],
                       pos=[px, py, wh / 2], rgba=tray_rgba)
-    tray.add_site(name="tray_center", pos=[0, 0, bt], size=[0.01, 0.01, 0.01], group=5)
+    # Site size = inner half extents of the tray (x, y) and wall height: read back by the controller.
+    tray.add_site(name="tray_center", pos=[0, 0, bt], size=[hx, hy, wh], group=5)
+    # Centre of the cube area on the table top (read back by the controller's start pose).
+    wb.add_site(name="cube_area_center", pos=[cfg.cube_area_center[0], cfg.cube_area_center[1], th],
+                size=[cfg.cube_area_half, cfg.cube_area_half, 0.001], group=5)
 
     # Cubes: free bodies; their initial pose comes from qpos (set per episode).
     colours = {"cube_red": [0.85, 0.1, 0.1, 1], "cube_green": [0.1, 0.7, 0.2, 1], "cube_blue": [0.1, 0.25, 0.85, 1]}
