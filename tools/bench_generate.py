@@ -1,0 +1,100 @@
+"""Benchmark generation: wall time per episode against the floor measured in the same run.
+
+    python tools/bench_generate.py [--episodes 3] [--size 160x120] [--camera-hz 10]
+
+* ours:  ``generate()`` of N episodes into a fresh folder, one process (control, IK, recording,
+         JPEG/npz encoding, atomic commits included), per episode;
+* floor: for each of those episodes, the same number of ``mj_step`` calls (constant control) and the
+         same number of renders (RGB + depth + segmentation per camera frame) with no control,
+         recording or I/O, on the same model and renderer;
+* workers: N*2 episodes generated with --workers 2 vs 1 (throughput ratio; process start-up and
+         model building included).
+Targets (issue 3): ours <= 1.2x the floor at 160x120, 10 Hz, 2 cameras; 2 workers >= 1.8x one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E402
+from openarm_sim_dataset.sim.randomize import episode_params  # noqa: E402
+from openarm_sim_dataset.sim.pick_place import set_initial_state  # noqa: E402
+from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
+from openarm_sim_dataset.sim.render import SimRenderer  # noqa: E402
+from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
+
+
+def floor_time(model, renderer, cfg: GenerateConfig, index: int, steps: int) -> float:
+    """Seconds for ``steps`` mj_step calls and the matching renders, nothing else."""
+    data = mujoco.MjData(model)
+    set_initial_state(model, data, episode_params(cfg.seed, index, cfg=cfg.scene))
+    _, cam_every = cfg.record.every(model.opt.timestep)
+    t = time.perf_counter()
+    for s in range(steps + 1):
+        if s % cam_every == 0:
+            for c in renderer.cameras:
+                renderer.render(data, c)
+        if s < steps:
+            mujoco.mj_step(model, data)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--episodes", type=int, default=3)
+    ap.add_argument("--size", default="160x120")
+    ap.add_argument("--camera-hz", type=float, default=10.0)
+    ap.add_argument("--seed", type=int, default=10)
+    ap.add_argument("--no-workers", action="store_true", help="skip the 2-worker throughput measurement")
+    args = ap.parse_args()
+    w, h = (int(v) for v in args.size.split("x"))
+    cfg = GenerateConfig(seed=args.seed, scene=SceneConfig(width=w, height=h), record=RecordConfig(camera_hz=args.camera_hz))
+    with tempfile.TemporaryDirectory() as tmp:
+        times: list[float] = []
+        last = [time.perf_counter()]
+
+        def progress(index, entry):
+            now = time.perf_counter()
+            times.append(now - last[0])
+            last[0] = now
+
+        t0 = time.perf_counter()
+        summary = generate(Path(tmp) / "one", range(args.episodes), cfg, progress=progress)
+        total1 = time.perf_counter() - t0
+        # the first interval includes model build and renderer creation: measure episodes 2.. as steady state
+        model = build_model(cfg.scene)
+        renderer = SimRenderer(model, cfg.scene)
+        floors = [floor_time(model, renderer, cfg, int(e["id"]), int(e["steps"])) for e in summary.episodes]
+        renderer.close()
+        per_ep = np.array(times[1:] if len(times) > 1 else times)
+        fl = np.array(floors[1:] if len(floors) > 1 else floors)
+        print(f"{args.episodes} episodes at {args.size}, cameras {cfg.scene.cameras} at {args.camera_hz:g} Hz, "
+              f"load {os.getloadavg()[0]:.2f}")
+        print(f"ours : {np.median(per_ep):.2f} s/episode (median of steady-state episodes)")
+        print(f"floor: {np.median(fl):.2f} s/episode (same mj_step calls + renders, no control or I/O)")
+        print(f"ratio: {np.median(per_ep) / np.median(fl):.2f}x (target <= 1.2x)")
+        if not args.no_workers:
+            n = 2 * args.episodes
+            t0 = time.perf_counter()
+            generate(Path(tmp) / "w1", range(n), cfg, workers=1)
+            t1 = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            generate(Path(tmp) / "w2", range(n), cfg, workers=2)
+            t2 = time.perf_counter() - t0
+            print(f"{n} episodes: 1 worker {t1:.1f} s, 2 workers {t2:.1f} s: throughput {t1 / t2:.2f}x (target >= 1.8x)")
+        del total1
+
+
+if __name__ == "__main__":
+    main()
