@@ -71,6 +71,8 @@ def load_yaml_document(path: Path) -> Any:
         return yaml.load(text, Loader=_SafeNoAliasLoader)  # noqa: S506 - SafeLoader subclass
     except UnicodeDecodeError:
         raise MetadataError(path, "is not UTF-8 text") from None
+    except RecursionError:
+        raise MetadataError(path, "invalid YAML: nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -185,7 +187,11 @@ class Metadata:
                     _check_hz(hz, where, p)
         for name, hz in (_expect(freqs.get("cameras", {}) or {}, dict, "frequencies.cameras", p)).items():
             _check_hz(hz, f"frequencies.cameras.{name}", p)
-        _expect(d.get("simulation"), dict, "simulation", p, optional=True)
+        sim = _expect(d.get("simulation"), dict, "simulation", p, optional=True)
+        for key, types in _SIMULATION_TYPES.items():
+            _expect((sim or {}).get(key), types, f"simulation.{key}", p, optional=True)
+        for name, cam in ((sim or {}).get("cameras") or {}).items():
+            _expect(cam, dict, f"simulation.cameras.{name}", p)
 
     # -------------------------------------------------------------- properties
     @property
@@ -270,6 +276,15 @@ class Metadata:
     def copy(self) -> "Metadata":
         """An independent copy, already in 0.4.0 form."""
         return Metadata(self.to_dict(), self.path, layout.FORMAT_VERSION)
+
+
+#: Types of the ``simulation:`` keys that readers use (each optional; other keys are kept unchecked).
+_SIMULATION_TYPES: dict[str, type | tuple] = {
+    "simulator": str, "mujoco_version": str, "model_sha256": str, "gl_renderer": str, "seed": int,
+    "sigma_m": (int, float), "retry": bool, "timestep_s": (int, float), "state_hz": (int, float),
+    "camera_hz": (int, float), "jpeg_quality": int, "max_time_s": (int, float), "scene": dict,
+    "cameras": dict, "asset_sha256": dict, "generator": dict, "labels": dict,
+}
 
 
 def _check_hz(hz: Any, where: str, path: Path) -> None:

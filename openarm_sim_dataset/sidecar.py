@@ -129,6 +129,10 @@ def sim_streams(sim_dir: Path, cameras: list[str]) -> dict[str, tuple[np.ndarray
     if "frame_timestamp" not in side:
         raise SidecarError(sim_dir / SIDECAR_FILE, "missing array 'frame_timestamp'")
     ts = side["frame_timestamp"]
+    if ts.dtype != np.int64 or ts.ndim != 1 or (ts.size > 1 and not np.all(np.diff(ts) > 0)):
+        raise SidecarError(sim_dir / SIDECAR_FILE, "frame_timestamp must be strictly increasing 1-D int64 nanoseconds")
+    if "object_pose" not in side:
+        raise SidecarError(sim_dir / SIDECAR_FILE, "missing array 'object_pose'")
     out = {"object_pose": (ts, side["object_pose"])}
     frames_path = sim_dir / FRAMES_FILE
     frames = load_npz(frames_path) if frames_path.exists() else {}
@@ -139,4 +143,9 @@ def sim_streams(sim_dir: Path, cameras: list[str]) -> dict[str, tuple[np.ndarray
         for key in ("depth", "labels"):
             if f"{key}_{cam}" in frames:
                 out[f"{key}/{cam}"] = (ts, frames[f"{key}_{cam}"])
+    for key, (_ts, values) in out.items():
+        if values.ndim == 0 or len(values) != len(ts):
+            src = frames_path if key.startswith(("depth/", "labels/")) else sim_dir / SIDECAR_FILE
+            raise SidecarError(src, f"{key.replace('/', '_')} has {values.shape[0] if values.ndim else 'no'} rows, "
+                                    f"frame_timestamp has {len(ts)}")
     return out
