@@ -1,7 +1,33 @@
 """MuJoCo simulation core: scene, IK, trajectories, scripted pick-and-place, randomisation, rendering.
 
 Importing this package sets ``MUJOCO_GL=egl`` (unless already set) before MuJoCo is imported.
+
+Units and frames everywhere: metres, radians, seconds, quaternions ``(w, x, y, z)``, world z up.
+
+Recorder entry points::
+
+    from openarm_sim_dataset.sim import (SceneConfig, build_model, episode_params, run_episode,
+                                         PickPlace, set_initial_state, SimRenderer, arm_index)
 """
 import os as _os
 
 _os.environ.setdefault("MUJOCO_GL", "egl")
+
+from .scene import (  # noqa: E402
+    CUBE_NAMES, CUBE_SIZE, LABELS, REACH_NOTE, SIDES, ArmIndex, SceneConfig, arm_index, asset_hashes,
+    build_model, build_spec, cube_body_names, cube_qpos_adr, geom_labels, model_hash,
+)
+from .ik import IKSolver, solve_ik  # noqa: E402
+from .trajectory import MinJerkPath, min_jerk_s  # noqa: E402
+from .pick_place import (  # noqa: E402
+    OUTCOMES, EpisodeParams, EpisodeResult, PickPlace, run_episode, set_initial_state,
+)
+from .randomize import episode_params  # noqa: E402
+from .render import SimRenderer  # noqa: E402
+
+__all__ = [
+    "CUBE_NAMES", "CUBE_SIZE", "LABELS", "REACH_NOTE", "SIDES", "ArmIndex", "SceneConfig", "arm_index",
+    "asset_hashes", "build_model", "build_spec", "cube_body_names", "cube_qpos_adr", "geom_labels", "model_hash",
+    "IKSolver", "solve_ik", "MinJerkPath", "min_jerk_s", "OUTCOMES", "EpisodeParams", "EpisodeResult",
+    "PickPlace", "run_episode", "set_initial_state", "episode_params", "SimRenderer",
+]
