@@ -60,14 +60,15 @@ def human_bytes(n: int) -> str:
 
 
 def progress(total: int, desc: str, quiet: bool = False):
-    """A tqdm bar on stderr (no-op object when ``quiet`` or tqdm is missing)."""
+    """A tqdm bar on stderr (no-op when ``quiet``; tqdm hides it when stderr is not a terminal)."""
     if quiet:
         return _NoBar()
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a core dependency
         return _NoBar()
-    return tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, leave=False, dynamic_ncols=True,
+                disable=None)
 
 
 class _NoBar:
