@@ -194,33 +194,31 @@ def describe(x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 class ImageStats:
-    """Running per-channel min/max/mean/std in [0, 1] of RGB frames (strided to ~150 px)."""
+    """Per-channel min/max/mean/std in [0, 1] of RGB frames (pixels strided to ~150 px on the long
+    side), exact from per-channel histograms of the uint8 values."""
 
     def __init__(self):
-        self.min = np.full(3, np.inf)
-        self.max = np.full(3, -np.inf)
-        self.sum = np.zeros(3)
-        self.sumsq = np.zeros(3)
-        self.pixels = 0
+        self.hist = np.zeros((3, 256), dtype=np.int64)
         self.frames = 0
 
     def add(self, img: np.ndarray) -> None:
         step = max(1, max(img.shape[:2]) // IMAGE_STATS_SIDE)
-        px = img[::step, ::step].reshape(-1, 3).astype(np.float64)
-        self.min = np.minimum(self.min, px.min(0))
-        self.max = np.maximum(self.max, px.max(0))
-        self.sum += px.sum(0)
-        self.sumsq += np.square(px).sum(0)
-        self.pixels += len(px)
+        px = img[::step, ::step].reshape(-1, 3)
+        for c in range(3):
+            self.hist[c] += np.bincount(px[:, c], minlength=256)
         self.frames += 1
 
     def result(self) -> dict[str, np.ndarray]:
-        mean = self.sum / self.pixels
-        std = np.sqrt(np.maximum(self.sumsq / self.pixels - mean**2, 0))
+        v = np.arange(256, dtype=np.float64) / 255
+        n = self.hist.sum(1)
+        mean = (self.hist * v).sum(1) / n
+        std = np.sqrt(np.maximum((self.hist * v**2).sum(1) / n - mean**2, 0))
+        nz = self.hist > 0
+        lo = np.array([v[np.flatnonzero(r)[0]] for r in nz])
+        hi = np.array([v[np.flatnonzero(r)[-1]] for r in nz])
         shape = (3, 1, 1)
-        return {"min": (self.min / 255).reshape(shape), "max": (self.max / 255).reshape(shape),
-                "mean": (mean / 255).reshape(shape), "std": (std / 255).reshape(shape),
-                "count": np.array([self.frames])}
+        return {"min": lo.reshape(shape), "max": hi.reshape(shape), "mean": mean.reshape(shape),
+                "std": std.reshape(shape), "count": np.array([self.frames])}
 
 
 def episode_stats(ep: Episode, fps: int, first_index: int, images: dict[str, dict]) -> dict[str, dict[str, np.ndarray]]:
@@ -337,13 +335,36 @@ def iter_episodes(ds: Dataset, opts: LeRobotOptions):
         yield Episode(entry, new_index, ti, task, grid, obs, act, frames)
 
 
-def encode_frames(ep: Episode, camera: str, writer, stats: ImageStats) -> None:
-    """Decode the episode's frames of ``camera`` (each source JPEG once) and append them to ``writer``."""
+_POOL = None
+
+
+def _decode_pool():
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="jpeg")
+    return _POOL
+
+
+def encode_frames(ep: Episode, camera: str, writer, stats: ImageStats, lookahead: int = 8) -> None:
+    """Decode the episode's frames of ``camera`` (each source JPEG once, decoded ahead in threads:
+    PIL releases the GIL) and append them to ``writer`` in order."""
+    from collections import deque
+
     cam, idx = ep.frames[camera]
+    idx = idx.tolist()
+    unique = [i for k, i in enumerate(idx) if k == 0 or i != idx[k - 1]]
+    pool = _decode_pool()
+    pending: deque = deque()
+    nxt = 0
     last, img = -1, None
-    for i in idx.tolist():
+    for i in idx:
         if i != last:
-            img = cam.get_frame(i).load()
+            while nxt < len(unique) and len(pending) < lookahead:
+                pending.append(pool.submit(lambda j: cam.get_frame(j).load(), unique[nxt]))
+                nxt += 1
+            img = pending.popleft().result()
             last = i
         writer.write(img)
         stats.add(img)
