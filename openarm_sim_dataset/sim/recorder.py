@@ -8,7 +8,8 @@ camera frames every ``camera_hz``-th step, always from the state *before* that s
 poses belong to the stored qpos. Those two calls only recompute derived quantities; the physics
 stream stays bit-identical to a replay without them (tested).
 
-Streams per arm (8 values: joint1..7, gripper): obs ``qpos`` (rad; gripper: finger joint, m),
+Streams per arm (8 values: joint1..7, gripper): obs ``qpos`` (rad; gripper: ``finger_joint1``, a
+hinge in rad — right arm: -0.785 open, 0 closed),
 ``qvel`` (rad/s), ``qtorque`` (actuator force of the physics step that ended at the sample, N·m;
 gripper N); action ``qpos``: the position targets the controller commanded (tracked) at that step.
 """
