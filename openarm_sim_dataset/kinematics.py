@@ -119,8 +119,8 @@ class ArmKinematics:
         return out.astype(np.float32)
 
     # --------------------------------------------------------------------- IK
-    def pose_to_qpos(self, side: str, pose: np.ndarray, seed: np.ndarray | None = None, max_iters: int = 100,
-                     pos_tol: float = 1e-4, rot_tol: float = 1e-3, damping: float = 1e-3) -> IKResult:
+    def pose_to_qpos(self, side: str, pose: np.ndarray, seed: np.ndarray | None = None, max_iters: int = 200,
+                     pos_tol: float = 1e-4, rot_tol: float = 1e-3, damping: float = 1e-4) -> IKResult:
         """(N, 8) pose rows -> IKResult; row k starts from row k-1's solution (row 0 from ``seed``,
         a qpos row, else the home keyframe). Tolerances in metres and radians."""
         mj = self._mj
@@ -137,7 +137,9 @@ class ArmKinematics:
         lo, hi = self.lower[side], self.upper[side]
         with self._lock:
             self.data.qpos[:] = self.home_qpos
-            q = self.home_qpos[qadr].copy() if seed is None else np.asarray(seed, dtype=np.float64)[:7].copy()
+            q0 = self.home_qpos[qadr].copy() if seed is None else np.asarray(seed, dtype=np.float64)[:7].copy()
+            last_good = q0
+            q = q0
             for k in range(n):
                 target_p = pose[k, :3]
                 tq = pose[k, 3:7] / np.linalg.norm(pose[k, 3:7])
@@ -145,32 +147,49 @@ class ArmKinematics:
                 mj.mju_quat2Mat(target_r, tq)
                 target_r = target_r.reshape(3, 3)
                 best = (np.inf, q.copy(), np.inf, np.inf)
-                for _ in range(max_iters):
-                    self.data.qpos[qadr] = q
-                    mj.mj_kinematics(self.model, self.data)
-                    mj.mj_comPos(self.model, self.data)
-                    p, r = self._site_pose(side)
-                    ro = self.data.site_xmat[self.origin].reshape(3, 3)
-                    e_p = target_p - p
-                    r_err = target_r @ r.T
-                    angle_axis = _log_so3(r_err)
-                    ep, er = float(np.linalg.norm(e_p)), float(np.linalg.norm(angle_axis))
-                    score = ep + 0.1 * er
-                    if score < best[0]:
-                        best = (score, q.copy(), ep, er)
-                    if ep < pos_tol and er < rot_tol:
+                # start from the previous row's solution; if that fails, from the last solved row
+                # and from the seed (an unreachable row must not derail the rows after it)
+                for start in _unique_starts(q, last_good, q0):
+                    q = start.copy()
+                    for _ in range(max_iters):
+                        self.data.qpos[qadr] = q
+                        mj.mj_kinematics(self.model, self.data)
+                        mj.mj_comPos(self.model, self.data)
+                        p, r = self._site_pose(side)
+                        ro = self.data.site_xmat[self.origin].reshape(3, 3)
+                        e_p = target_p - p
+                        angle_axis = _log_so3(target_r @ r.T)
+                        ep, er = float(np.linalg.norm(e_p)), float(np.linalg.norm(angle_axis))
+                        score = ep + 0.1 * er
+                        if score < best[0]:
+                            best = (score, q.copy(), ep, er)
+                        if ep < pos_tol and er < rot_tol:
+                            break
+                        mj.mj_jacSite(self.model, self.data, jacp, jacr, self.site[side])
+                        j = np.vstack([ro.T @ jacp[:, cols], ro.T @ jacr[:, cols]])
+                        e = np.concatenate([e_p, angle_axis])
+                        dq = j.T @ np.linalg.solve(j @ j.T + damping * np.eye(6), e)
+                        q = np.clip(q + dq, lo, hi)
+                    if best[2] < pos_tol and best[3] < rot_tol:
                         break
-                    mj.mj_jacSite(self.model, self.data, jacp, jacr, self.site[side])
-                    j = np.vstack([ro.T @ jacp[:, cols], ro.T @ jacr[:, cols]])
-                    e = np.concatenate([e_p, angle_axis])
-                    dq = j.T @ np.linalg.solve(j @ j.T + damping * np.eye(6), e)
-                    q = np.clip(q + dq, lo, hi)
                 _score, q, ep, er = best
                 out[k, :7] = q
                 out[k, 7] = pose[k, 7]
                 perr[k], rerr[k] = ep, er
                 unsolved[k] = not (ep < pos_tol and er < rot_tol)
+                if unsolved[k]:
+                    q = last_good
+                else:
+                    last_good = q
         return IKResult(out.astype(np.float32), unsolved, perr, rerr)
+
+
+def _unique_starts(*starts: np.ndarray) -> list[np.ndarray]:
+    out: list[np.ndarray] = []
+    for st in starts:
+        if not any(np.array_equal(st, o) for o in out):
+            out.append(st)
+    return out
 
 
 def _log_so3(r: np.ndarray) -> np.ndarray:
@@ -220,3 +239,94 @@ def convert_rows(side: str, rows: dict[str, np.ndarray], state: str, seed: np.nd
             raise KeyError(f"{what}: neither qpos nor pose is recorded")
         pose = arm_kinematics().qpos_to_pose(side, rows["qpos"])
     return np.asarray(pose, dtype=np.float32) if state == "pose" else quat_to_rot6d(pose)
+
+
+# ----------------------------------------------------------------------- Dataset wrappers
+_ARM_STATE_ATTRS = ("qpos", "pose")
+
+
+def represent_streams(ds, episode, kind: str, streams: dict, state: str) -> dict:
+    """``streams`` (from ``ds.streams(episode, kind)``) with each arm's ``qpos``/``pose`` replaced by one
+    ``<arms>/<side>/<state>`` stream (recorded if present, else converted). Other streams unchanged."""
+    from .streams import Stream
+
+    if state not in STATES:
+        raise ValueError(f"state must be one of {STATES}, not {state!r}")
+    arms = {e.name for e in ds.meta.embodiments if e.id == layout.EMBODIMENT_OPENARM}
+    out, groups = {}, {}
+    for key, s in streams.items():
+        prefix, attr = key.rsplit("/", 1)
+        if prefix.split("/", 1)[0] in arms and attr in _ARM_STATE_ATTRS:
+            groups.setdefault(prefix, {})[attr] = s
+        else:
+            out[key] = s
+    obs = streams if kind == "obs" else None
+    for prefix, rec in groups.items():
+        side = prefix.rsplit("/", 1)[1]
+        src = rec.get(state) or rec.get("qpos" if state != "qpos" else "pose") or rec.get("pose")
+        if state in rec:
+            values = rec[state].values
+        else:
+            seed = None
+            if state == "qpos":
+                obs = obs if obs is not None else ds.streams(episode, "obs")
+                q = obs.get(f"{prefix}/qpos")
+                if q is not None and len(q.timestamps):
+                    seed = q.values[min(int(np.searchsorted(q.timestamps, src.timestamps[0])), len(q.timestamps) - 1)]
+            values = convert_rows(side, {src.key.rsplit("/", 1)[1]: src.values}, state, seed=seed,
+                                  what=f"{src.path} ({kind} {prefix})")
+        key = f"{prefix}/{state}"
+        out[key] = Stream(key, src.path, src.timestamps, np.asarray(values, dtype=np.float32), STATE_JOINTS[state])
+    return out
+
+
+def load_obs(ds, episode, state: str, use_unixtime: bool = False) -> dict:
+    """``ds.load_obs`` with the arm state in the ``state`` representation (DataFrames; files untouched)."""
+    from .dataset import _frame
+
+    return {k: _frame(s, use_unixtime) for k, s in represent_streams(ds, episode, "obs", ds.streams(episode, "obs"), state).items()}
+
+
+def load_action(ds, episode, state: str, use_unixtime: bool = False) -> dict:
+    """``ds.load_action`` with the arm state in the ``state`` representation."""
+    from .dataset import _frame
+
+    return {k: _frame(s, use_unixtime) for k, s in
+            represent_streams(ds, episode, "action", ds.streams(episode, "action"), state).items()}
+
+
+def sample(ds, hz: float, state: str, episode=None, align: str = "previous", decode: bool = False):
+    """``ds.sample`` with ``obs``/``action`` arm entries in the ``state`` representation: the
+    recorded qpos/pose rows picked at each grid point are converted per episode in one batch."""
+    if state not in STATES:
+        raise ValueError(f"state must be one of {STATES}, not {state!r}")
+    batch: list = []
+    for s in ds.sample(hz, episode=episode, align=align, decode=decode):
+        if batch and batch[0].episode != s.episode:
+            yield from _convert_batch(ds, batch, state)
+            batch = []
+        batch.append(s)
+    if batch:
+        yield from _convert_batch(ds, batch, state)
+
+
+def _convert_batch(ds, samples: list, state: str):
+    arms = {e.name for e in ds.meta.embodiments if e.id == layout.EMBODIMENT_OPENARM}
+    for kind in ("obs", "action"):
+        keys = list(getattr(samples[0], kind))
+        prefixes = {}
+        for key in keys:
+            prefix, attr = key.rsplit("/", 1)
+            if prefix.split("/", 1)[0] in arms and attr in _ARM_STATE_ATTRS:
+                prefixes.setdefault(prefix, []).append(attr)
+        for prefix, attrs in prefixes.items():
+            rows = {a: np.stack([getattr(s, kind)[f"{prefix}/{a}"] for s in samples]) for a in attrs}
+            seed = samples[0].obs.get(f"{prefix}/qpos")
+            values = convert_rows(prefix.rsplit("/", 1)[1], rows, state, seed=seed,
+                                  what=f"{ds.root}: episode {samples[0].episode} {kind} {prefix}")
+            for s, v in zip(samples, values):
+                d = getattr(s, kind)
+                for a in attrs:
+                    del d[f"{prefix}/{a}"]
+                d[f"{prefix}/{state}"] = v
+    yield from samples
