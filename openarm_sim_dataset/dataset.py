@@ -133,6 +133,8 @@ class Dataset:
                 state = folder / layout.STATE_FILE
                 if state.is_file():
                     out.update(read_state_file(state, prefix))
+                elif os.path.lexists(state):  # a device, FIFO, folder or dangling link is not a stream
+                    raise StreamError(state, "is not a regular file")
                 for attr in emb.legacy_attributes:
                     path = folder / f"{attr}.parquet"
                     if path.is_file():

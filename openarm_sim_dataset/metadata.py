@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,14 @@ class Embodiment:
 def load_yaml_document(path: Path) -> Any:
     """Parse a YAML file with safe_load semantics (no Python tags, no aliases), size-bounded."""
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        size = st.st_size
     except FileNotFoundError:
         raise MetadataError(path, "not found") from None
     except OSError as e:
         raise MetadataError(path, f"cannot read: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
+        raise MetadataError(path, "is not a regular file")
     if size > MAX_METADATA_BYTES:
         raise MetadataError(path, f"{size} bytes is larger than the {MAX_METADATA_BYTES} allowed")
     try:
@@ -314,6 +318,8 @@ def _convert_unversioned(doc: dict, root: Path) -> dict:
     jsonl = root / layout.EPISODES_JSONL
     episodes = []
     try:
+        if not stat.S_ISREG(jsonl.stat().st_mode):
+            raise MetadataError(jsonl, "is not a regular file")
         lines = jsonl.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise MetadataError(jsonl, "not found (required by the unversioned layout)") from None

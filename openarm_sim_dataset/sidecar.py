@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import zipfile
 from pathlib import Path
 
@@ -111,8 +112,27 @@ def npz_bytes(arrays: dict[str, np.ndarray], compress: bool = False) -> bytes:
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Load every array of an .npz with ``allow_pickle=False``; failures name the file."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block or never end
+            raise SidecarError(path, "is not a regular file")
+        out = {}
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise SidecarError(path, f"member {info.filename!r} is not an .npy array")
+                with zf.open(info) as f:  # check the declared size before numpy allocates it
+                    version = np.lib.format.read_magic(f)
+                    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                    shape, _fortran, dtype = read_header(f)
+                    if dtype.hasobject:
+                        raise SidecarError(path, f"refused: {info.filename} holds Python objects (pickle)")
+                    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                    if need > info.file_size - f.tell():
+                        raise SidecarError(path, f"{info.filename} declares shape {shape} but holds fewer bytes")
+                with zf.open(info) as f:
+                    out[info.filename[:-4]] = np.lib.format.read_array(f, allow_pickle=False)
+        return out
+    except SidecarError:
+        raise
     except FileNotFoundError:
         raise SidecarError(path, "not found") from None
     except ValueError as e:

@@ -90,17 +90,33 @@ class Context:
         return layout.sim_dir(self.ds.root, ep)
 
     def sidecar(self, ep: str) -> dict | str:
+        """The sidecar arrays, or an error string if unreadable or structurally broken (missing
+        arrays, wrong dtypes or ranks, row counts that disagree): checks index it without fear."""
         if ep not in self._sidecar:
+            path = self.sim_dir(ep) / sidecar.SIDECAR_FILE
             try:
-                self._sidecar[ep] = sidecar.load_npz(self.sim_dir(ep) / sidecar.SIDECAR_FILE)
+                arrays = sidecar.load_npz(path)
+                cams = list((self.ds.meta.simulation or {}).get("cameras") or {})
+                # negative sizes: any size, but the same wherever it recurs (no model needed)
+                problems = sidecar.check_arrays(arrays, sidecar.expected_shapes(cams, -3, -4, -5, -6), path)
+                ts = arrays.get("frame_timestamp")
+                if not problems and ts.size > 1 and not np.all(np.diff(ts) > 0):
+                    problems.append("frame_timestamp is not strictly increasing")
+                self._sidecar[ep] = f"{path}: {problems[0]}" if problems else arrays
             except DatasetError as e:
                 self._sidecar[ep] = str(e)
         return self._sidecar[ep]
 
     def frames(self, ep: str) -> dict | str:
+        """frames.npz arrays, or an error string (unreadable, or depth/labels not one image per frame)."""
         if ep not in self._frames:
+            path = self.sim_dir(ep) / sidecar.FRAMES_FILE
             try:
-                self._frames[ep] = sidecar.load_npz(self.sim_dir(ep) / sidecar.FRAMES_FILE)
+                arrays = sidecar.load_npz(path)
+                side = self.sidecar(ep)
+                n = len(side["frame_timestamp"]) if isinstance(side, dict) else None
+                bad = [k for k, a in arrays.items() if a.ndim != 3 or (n is not None and len(a) != n)]
+                self._frames[ep] = f"{path}: {bad[0]} is not one HxW image per frame" if bad else arrays
             except DatasetError as e:
                 self._frames[ep] = str(e)
         return self._frames[ep]
