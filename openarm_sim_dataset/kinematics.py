@@ -59,6 +59,11 @@ class IKResult:
     rot_error: np.ndarray  # (N,) radians
 
 
+def _mujoco_warning(message: str) -> None:
+    if "empty prefix" not in message:  # known and harmless for the packaged model
+        warnings.warn(f"MuJoCo: {message.strip()}", stacklevel=2)
+
+
 class ArmKinematics:
     """FK/IK for both OpenArm arms on the MuJoCo cell model (see the module docstring)."""
 
@@ -67,7 +72,14 @@ class ArmKinematics:
         import openarm_mujoco.v2 as om
 
         self._mj = mujoco
-        self.model = mujoco.MjModel.from_xml_path(xml or om.openarm_cell_xml())
+        # the packaged cell model attaches with an empty prefix: MuJoCo's default handler would
+        # append that warning to MUJOCO_LOG.TXT in the caller's folder; route warnings to Python
+        previous = mujoco.get_mju_user_warning()
+        mujoco.set_mju_user_warning(_mujoco_warning)
+        try:
+            self.model = mujoco.MjModel.from_xml_path(xml or om.openarm_cell_xml())
+        finally:
+            mujoco.set_mju_user_warning(previous)
         self.data = mujoco.MjData(self.model)
         key = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_KEY, "home")
         if key >= 0:

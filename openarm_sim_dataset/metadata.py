@@ -260,11 +260,13 @@ class Metadata:
         data = copy.deepcopy(self.data)
         data["version"] = layout.FORMAT_VERSION
         if self.version in (layout.UNVERSIONED, "0.1.0"):
+            rename = layout.LEGACY_CAMERA_RENAMES
             cams = data.get("equipment", {}).get("perceptions", {}).get("cameras")
             if cams:
-                data["equipment"]["perceptions"]["cameras"] = {
-                    layout.LEGACY_CAMERA_RENAMES.get(k, k): v for k, v in cams.items()
-                }
+                data["equipment"]["perceptions"]["cameras"] = {rename.get(k, k): v for k, v in cams.items()}
+            rates = (data.get("frequencies") or {}).get("cameras")
+            if rates:
+                data["frequencies"]["cameras"] = {rename.get(k, k): v for k, v in rates.items()}
         # quote ids so the reference reader (which needs strings) reads them back
         for ep in data.get("episodes") or []:
             ep["id"] = layout.check_name(ep["id"], "episode id")

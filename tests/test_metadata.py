@@ -106,3 +106,12 @@ def test_missing_metadata_and_jsonl(tmp_path):
     shutil.copy(OWN_FIXTURES / "dataset_unversioned" / "metadata.yaml", tmp_path / "metadata.yaml")
     with pytest.raises(MetadataError, match="episodes.jsonl: not found"):
         Metadata.load(tmp_path)
+
+
+def test_010_wrist_cameras_renamed_everywhere(tmp_path):
+    meta = Metadata.load(OWN_FIXTURES / "dataset_0.1.0")
+    assert meta.cameras == ["wrist_left", "head"]
+    meta.write(tmp_path)
+    doc = yaml.safe_load((tmp_path / "metadata.yaml").read_text())
+    assert set(doc["equipment"]["perceptions"]["cameras"]) == {"wrist_left", "head"}
+    assert set(doc["frequencies"]["cameras"]) == {"wrist_left", "head"}

@@ -42,15 +42,9 @@ def remap_tasks(tasks: list[dict], episodes: list[dict]) -> tuple[list[dict], di
 
 
 def metadata_0_4_0(ds: Dataset) -> Metadata:
-    """The dataset's metadata in 0.4.0 form, with the legacy wrist cameras renamed consistently:
-    ``Metadata.to_dict`` renames ``equipment.perceptions.cameras`` of 0.1.0/unversioned datasets but
-    not ``frequencies.cameras``, which dataset-validate then reports as a camera without a rate."""
+    """The dataset's metadata in 0.4.0 form (legacy wrist cameras renamed by ``Metadata.to_dict``),
+    with the rates that old layouts did not declare measured from the data."""
     meta = ds.meta.copy()
-    if ds.version in (layout.UNVERSIONED, "0.1.0"):
-        freqs = meta.data.get("frequencies") or {}
-        cams = freqs.get("cameras")
-        if isinstance(cams, dict):
-            freqs["cameras"] = {layout.LEGACY_CAMERA_RENAMES.get(k, k): v for k, v in cams.items()}
     _fill_frequencies(ds, meta)
     return meta
 
