@@ -144,13 +144,22 @@ class Dataset:
                         out[key] = read_attribute_file(path, key, emb.joints)
         return out
 
-    def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False) -> dict[str, pd.DataFrame]:
+    def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False, state: str | None = None) -> dict[str, pd.DataFrame]:
         """Obs streams as DataFrames indexed by timestamp (datetime64[ns], or float Unix seconds
-        with ``use_unixtime``), columns joint1..joint7, gripper (x..qz, gripper for pose)."""
+        with ``use_unixtime``), columns joint1..joint7, gripper (x..qz, gripper for pose).
+        ``state="qpos"|"pose"|"rot6d"`` converts arm states on the fly (see :mod:`.kinematics`)."""
+        if state is not None:
+            from . import kinematics
+
+            return kinematics.load_obs(self, episode, state, use_unixtime)
         return {k: _frame(s, use_unixtime) for k, s in self.streams(episode, "obs").items()}
 
-    def load_action(self, episode: EpisodeRef, use_unixtime: bool = False) -> dict[str, pd.DataFrame]:
-        """Action streams (the commands sent), same form as :meth:`load_obs`."""
+    def load_action(self, episode: EpisodeRef, use_unixtime: bool = False, state: str | None = None) -> dict[str, pd.DataFrame]:
+        """Action streams (the commands sent), same form and options as :meth:`load_obs`."""
+        if state is not None:
+            from . import kinematics
+
+            return kinematics.load_action(self, episode, state, use_unixtime)
         return {k: _frame(s, use_unixtime) for k, s in self.streams(episode, "action").items()}
 
     # ------------------------------------------------------------------- cameras
@@ -185,6 +194,7 @@ class Dataset:
         align: str = "previous",
         decode: bool = False,
         workers: int | None = None,
+        state: str | None = None,
     ) -> Iterator[Sample]:
         """Resample every episode (or one) on a fixed ``hz`` grid over the common time range.
 
@@ -193,7 +203,13 @@ class Dataset:
         ``previous`` (latest at or before t; default, causal), ``next`` (first at or after t, as
         openarm_dataset does) or ``nearest``. With ``decode=True`` frames are decoded ahead by a
         pool of ``workers`` threads (default: CPU count); otherwise they stay lazy Frames.
+        ``state="qpos"|"pose"|"rot6d"`` converts the arm entries per episode (see :mod:`.kinematics`).
         """
+        if state is not None:
+            from . import kinematics
+
+            yield from kinematics.sample(self, hz, state, episode=episode, align=align, decode=decode)
+            return
         sampler.period_ns(hz)
         if align not in sampler.ALIGNMENTS:
             raise ValueError(f"align must be one of {sampler.ALIGNMENTS}, not {align!r}")

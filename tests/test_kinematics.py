@@ -108,3 +108,17 @@ def test_rot6d_columns_are_orthonormal():
     np.testing.assert_allclose((r6[:, 3:6] * r6[:, 6:9]).sum(1), 0, atol=1e-6)
     with pytest.raises(ValueError, match="state must be one of"):
         K.convert_rows("right", {"qpos": np.zeros((1, 8))}, "euler")
+
+
+def test_dataset_state_option_delegates_to_kinematics():
+    from conftest import OWN_FIXTURES
+    from openarm_sim_dataset import Dataset
+
+    ds = Dataset(OWN_FIXTURES / "dataset_0.3.0")
+    pose = ds.load_obs(0, state="pose")
+    assert "arms/right/pose" in pose and "arms/right/qpos" not in pose
+    assert list(pose["arms/right/pose"].columns) == ["x", "y", "z", "qw", "qx", "qy", "qz", "gripper"]
+    rot = ds.load_action(0, state="rot6d")["arms/left/rot6d"]
+    assert rot.shape[1] == 10
+    s = next(ds.sample(10, state="pose"))
+    assert s.obs["arms/right/pose"].shape == (8,)
