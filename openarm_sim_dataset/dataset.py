@@ -23,9 +23,7 @@ from .streams import Stream, read_attribute_file, read_state_file
 from .writer import (
     ComponentStreams,
     EpisodeData,
-    create_dataset_root,
-    finish_dataset_root,
-    remove_tree,
+    new_dataset,
     write_episode_tree,
 )
 
@@ -309,8 +307,7 @@ class Dataset:
         """
         out = Path(out)
         chosen = self.meta.episodes if episodes is None else [self.episode(e) for e in episodes]
-        tmp = create_dataset_root(out)
-        try:
+        with new_dataset(out) as tmp:
             for ep in chosen:
                 ep_id = self.episode_id(ep)
                 write_episode_tree(layout.episode_dir(tmp, ep_id), self.episode_data(ep), camera_format)
@@ -320,10 +317,6 @@ class Dataset:
             keep = {self.episode_id(ep) for ep in chosen}
             meta.data["episodes"] = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id") in keep]
             meta.write(tmp)
-            finish_dataset_root(tmp, out)
-        except BaseException:
-            remove_tree(tmp)
-            raise
         return out
 
 

@@ -37,7 +37,7 @@ from .convert import metadata_0_4_0
 from .dataset import Dataset
 from .errors import DatasetError
 from .report import Summary, progress
-from .writer import create_dataset_root, finish_dataset_root, write_episode_tree
+from .writer import new_dataset, write_episode_tree
 
 
 class MergeError(DatasetError):
@@ -236,38 +236,34 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
 
     summary = Summary("dataset-merge", out)
     remove_stale_tmp(out)
-    tmp = create_dataset_root(out)
     bar = progress(len(plan), "merge", quiet)
     try:
-        for ds, ep, new in plan:
-            dest = layout.episode_dir(tmp, new["id"])
-            summary.frames += sum(c.num_frames for c in ds.load_cameras(ep).values())
-            if ds.version == layout.FORMAT_VERSION:
-                copy_episode_tree(ds.episode_path(ep), dest, link)
-            else:
-                data = ds.episode_data(ep)
-                sim_files = data.files
-                data.files = {}
-                write_episode_tree(dest, data, "dir")
-                for rel, src in sim_files.items():
-                    _transfer(Path(src), dest / rel, link)
-            summary.episodes += 1
-            bar.update(1)
-        meta = metadata_0_4_0(datasets[0])
-        meta.data["tasks"] = tasks
-        meta.data["episodes"] = [new for _ds, _ep, new in plan]
-        meta.data["merged_from"] = [
-            {"dataset": str(ds.root.resolve()), "version": ds.version, "episodes": ds.num_episodes,
-             **({"provenance": provenance(ds)} if mixed else {})}
-            for ds in datasets
-        ]
-        if mixed and meta.data.get("simulation") is not None:
-            meta.data["simulation"]["mixed_provenance"] = "each episode's provenance: key"
-        meta.write(tmp)
-        finish_dataset_root(tmp, out)
-    except BaseException:
-        remove_tree(tmp)
-        raise
+        with new_dataset(out) as tmp:
+            for ds, ep, new in plan:
+                dest = layout.episode_dir(tmp, new["id"])
+                summary.frames += sum(c.num_frames for c in ds.load_cameras(ep).values())
+                if ds.version == layout.FORMAT_VERSION:
+                    copy_episode_tree(ds.episode_path(ep), dest, link)
+                else:
+                    data = ds.episode_data(ep)
+                    sim_files = data.files
+                    data.files = {}
+                    write_episode_tree(dest, data, "dir")
+                    for rel, src in sim_files.items():
+                        _transfer(Path(src), dest / rel, link)
+                summary.episodes += 1
+                bar.update(1)
+            meta = metadata_0_4_0(datasets[0])
+            meta.data["tasks"] = tasks
+            meta.data["episodes"] = [new for _ds, _ep, new in plan]
+            meta.data["merged_from"] = [
+                {"dataset": str(ds.root.resolve()), "version": ds.version, "episodes": ds.num_episodes,
+                 **({"provenance": provenance(ds)} if mixed else {})}
+                for ds in datasets
+            ]
+            if mixed and meta.data.get("simulation") is not None:
+                meta.data["simulation"]["mixed_provenance"] = "each episode's provenance: key"
+            meta.write(tmp)
     finally:
         bar.close()
     return summary.finish()

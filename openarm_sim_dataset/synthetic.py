@@ -14,7 +14,7 @@ from PIL import Image
 
 from . import layout, sampler
 from .metadata import Metadata
-from .writer import ComponentStreams, EpisodeData, create_dataset_root, finish_dataset_root, remove_tree, write_episode_tree
+from .writer import ComponentStreams, EpisodeData, new_dataset, write_episode_tree
 
 #: Joint-range centres of the OpenArm v2 MJCF (rad; last value: gripper), so that synthetic
 #: trajectories (+-0.3 rad around them) respect the joint limits.
@@ -103,15 +103,10 @@ def write_synthetic(out: str | Path, episodes: int = 2, seconds: float = 2.0, st
                     jitter_ns: int = 0) -> Path:
     """Write a synthetic 0.4.0 dataset at ``out`` (built in a temporary folder, then renamed)."""
     out = Path(out)
-    tmp = create_dataset_root(out)
-    try:
+    with new_dataset(out) as tmp:
         meta = synthetic_metadata(episodes, tuple(cameras), state_hz, camera_hz)
         for i in range(episodes):
             ep = synthetic_episode(i, seconds, state_hz, camera_hz, tuple(cameras), size, seed, jitter_ns)
             write_episode_tree(layout.episode_dir(tmp, str(i)), ep, camera_format)
         meta.write(tmp)
-        finish_dataset_root(tmp, out)
-    except BaseException:
-        remove_tree(tmp)
-        raise
     return out

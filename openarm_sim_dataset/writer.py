@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +139,22 @@ def create_dataset_root(out: Path) -> Path:
     tmp = tmp_name(out)
     tmp.mkdir()
     return tmp
+
+
+@contextmanager
+def new_dataset(out: str | os.PathLike) -> Iterator[Path]:
+    """Build a whole dataset in a temporary sibling of ``out`` and rename it into place on success.
+
+    ``with new_dataset(out) as tmp: ...`` — on any exception the temporary folder is removed and
+    ``out`` never appears; an existing ``out`` is refused before anything is written.
+    """
+    tmp = create_dataset_root(Path(out))
+    try:
+        yield tmp
+        finish_dataset_root(tmp, Path(out))
+    except BaseException:
+        remove_tree(tmp)
+        raise
 
 
 def finish_dataset_root(tmp: Path, out: Path) -> None:

@@ -56,7 +56,7 @@ def outputs(src, tmp_path_factory) -> dict[str, Path]:
     for fmt in ("lerobot_v2.1", "lerobot_v3.0", "gr00t"):
         out[fmt] = base / fmt
         r = cli(src, out[fmt], "--format", fmt, "--fps", FPS)
-        assert f"3 episode(s)" in r.stdout and "frame(s)" in r.stdout and " s (" in r.stdout
+        assert "3 episode(s)" in r.stdout and "frame(s)" in r.stdout and " s (" in r.stdout
     return out
 
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from .. import layout
 from ..dataset import Dataset
 from ..report import Summary, progress
-from ..writer import create_dataset_root, finish_dataset_root, remove_tree
+from ..writer import new_dataset
 from .lerobot import (
     CHUNK_SIZE,
     ROBOT_TYPE,
@@ -57,61 +57,57 @@ def write_v21(ds: Dataset, out: Path, opts: LeRobotOptions, gr00t: bool = False,
     obs_names, act_names = vector_names(ds, opts.state, opts.arm_dynamics)
     cams = camera_size(ds, chosen[0])
     summary = Summary(f"dataset-convert ({'gr00t' if gr00t else 'lerobot_v2.1'}, state {opts.state})", out)
-    tmp = create_dataset_root(out)
     bar = progress(len(chosen), "lerobot v2.1", quiet)
     try:
-        (tmp / "meta").mkdir()
-        episodes, all_stats, used_tasks = [], [], {}
-        index = 0
-        for ep in iter_episodes(ds, opts):
-            chunk = ep.index // CHUNK_SIZE
-            data_path = tmp / DATA_PATH.format(episode_chunk=chunk, episode_index=ep.index)
-            data_path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(data_table(ep, opts.fps, index), data_path)
-            images = {}
-            for cam, (h, w) in cams.items():
-                path = tmp / VIDEO_PATH.format(episode_chunk=chunk, video_key=image_key(cam), episode_index=ep.index)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                st = ImageStats()
-                with Mp4Writer(path, opts.fps, w, h, gop=opts.gop, crf=opts.crf, preset=opts.preset) as wr:
-                    encode_frames(ep, cam, wr, st)
-                images[cam] = st.result()
-            stats = episode_stats(ep, opts.fps, index, images)
-            all_stats.append(stats)
-            episodes.append({"episode_index": ep.index, "tasks": [ep.task], "length": ep.length})
-            used_tasks[ep.task_index] = ep.task
-            index += ep.length
-            summary.episodes += 1
-            summary.frames += ep.length
-            bar.update(1)
-        n = len(episodes)
-        _jsonl(tmp / "meta/episodes.jsonl", episodes)
-        _jsonl(tmp / "meta/tasks.jsonl", [{"task_index": i, "task": t} for i, t in sorted(used_tasks.items())])
-        _jsonl(tmp / "meta/episodes_stats.jsonl",
-               [{"episode_index": i, "stats": jsonable(s)} for i, s in enumerate(all_stats)])
-        (tmp / "meta/stats.json").write_text(json.dumps(jsonable(aggregate(all_stats)), indent=2))
-        info = {
-            "codebase_version": CODEBASE_VERSION,
-            "robot_type": ROBOT_TYPE,
-            "total_episodes": n,
-            "total_frames": index,
-            "total_tasks": len(used_tasks),
-            "total_videos": n * len(cams),
-            "total_chunks": (n - 1) // CHUNK_SIZE + 1,
-            "chunks_size": CHUNK_SIZE,
-            "fps": opts.fps,
-            "splits": {"train": f"0:{n}"},
-            "data_path": DATA_PATH,
-            "video_path": VIDEO_PATH if cams else None,
-            "features": features(obs_names, act_names, cams, opts.fps, with_fps=False),
-        }
-        (tmp / "meta/info.json").write_text(json.dumps(info, indent=2))
-        if gr00t:
-            (tmp / "meta/modality.json").write_text(json.dumps(modality(ds, opts, cams), indent=2))
-        finish_dataset_root(tmp, out)
-    except BaseException:
-        remove_tree(tmp)
-        raise
+        with new_dataset(out) as tmp:
+            (tmp / "meta").mkdir()
+            episodes, all_stats, used_tasks = [], [], {}
+            index = 0
+            for ep in iter_episodes(ds, opts):
+                chunk = ep.index // CHUNK_SIZE
+                data_path = tmp / DATA_PATH.format(episode_chunk=chunk, episode_index=ep.index)
+                data_path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(data_table(ep, opts.fps, index), data_path)
+                images = {}
+                for cam, (h, w) in cams.items():
+                    path = tmp / VIDEO_PATH.format(episode_chunk=chunk, video_key=image_key(cam), episode_index=ep.index)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    st = ImageStats()
+                    with Mp4Writer(path, opts.fps, w, h, gop=opts.gop, crf=opts.crf, preset=opts.preset) as wr:
+                        encode_frames(ep, cam, wr, st)
+                    images[cam] = st.result()
+                stats = episode_stats(ep, opts.fps, index, images)
+                all_stats.append(stats)
+                episodes.append({"episode_index": ep.index, "tasks": [ep.task], "length": ep.length})
+                used_tasks[ep.task_index] = ep.task
+                index += ep.length
+                summary.episodes += 1
+                summary.frames += ep.length
+                bar.update(1)
+            n = len(episodes)
+            _jsonl(tmp / "meta/episodes.jsonl", episodes)
+            _jsonl(tmp / "meta/tasks.jsonl", [{"task_index": i, "task": t} for i, t in sorted(used_tasks.items())])
+            _jsonl(tmp / "meta/episodes_stats.jsonl",
+                   [{"episode_index": i, "stats": jsonable(s)} for i, s in enumerate(all_stats)])
+            (tmp / "meta/stats.json").write_text(json.dumps(jsonable(aggregate(all_stats)), indent=2))
+            info = {
+                "codebase_version": CODEBASE_VERSION,
+                "robot_type": ROBOT_TYPE,
+                "total_episodes": n,
+                "total_frames": index,
+                "total_tasks": len(used_tasks),
+                "total_videos": n * len(cams),
+                "total_chunks": (n - 1) // CHUNK_SIZE + 1,
+                "chunks_size": CHUNK_SIZE,
+                "fps": opts.fps,
+                "splits": {"train": f"0:{n}"},
+                "data_path": DATA_PATH,
+                "video_path": VIDEO_PATH if cams else None,
+                "features": features(obs_names, act_names, cams, opts.fps, with_fps=False),
+            }
+            (tmp / "meta/info.json").write_text(json.dumps(info, indent=2))
+            if gr00t:
+                (tmp / "meta/modality.json").write_text(json.dumps(modality(ds, opts, cams), indent=2))
     finally:
         bar.close()
     return summary.finish()

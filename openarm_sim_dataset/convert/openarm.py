@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import layout
 from ..dataset import Dataset
 from ..report import Summary, progress
-from ..writer import CAMERA_FORMATS, create_dataset_root, finish_dataset_root, remove_tree, write_episode_tree
+from ..writer import CAMERA_FORMATS, new_dataset, write_episode_tree
 from . import metadata_0_4_0, remap_tasks, select_episodes
 
 
@@ -32,31 +32,27 @@ def to_openarm(ds: Dataset, out: str | os.PathLike, camera_format: str = "dir", 
     out = Path(out)
     chosen = select_episodes(ds, valid_only, success_only)
     summary = Summary(f"dataset-convert (openarm, cameras {camera_format})", out)
-    tmp = create_dataset_root(out)
     bar = progress(len(chosen), "convert", quiet)
     try:
-        for ep in chosen:
-            ep_id = ds.episode_id(ep)
-            data = ds.episode_data(ep)
-            data.cameras = {name: _counted(frames, summary) for name, frames in data.cameras.items()}
-            write_episode_tree(layout.episode_dir(tmp, ep_id), data, camera_format)
-            summary.episodes += 1
-            bar.update(1)
-        meta = metadata_0_4_0(ds)
-        episodes = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id")
-                    in {ds.episode_id(e) for e in chosen}]
-        if len(chosen) != ds.num_episodes and meta.tasks:
-            tasks, remap = remap_tasks(meta.tasks, episodes)
-            for ep in episodes:
-                if ep.get("task_index") is not None:
-                    ep["task_index"] = remap[ep["task_index"]]
-            meta.data["tasks"] = tasks
-        meta.data["episodes"] = episodes
-        meta.write(tmp)
-        finish_dataset_root(tmp, out)
-    except BaseException:
-        remove_tree(tmp)
-        raise
+        with new_dataset(out) as tmp:
+            for ep in chosen:
+                ep_id = ds.episode_id(ep)
+                data = ds.episode_data(ep)
+                data.cameras = {name: _counted(frames, summary) for name, frames in data.cameras.items()}
+                write_episode_tree(layout.episode_dir(tmp, ep_id), data, camera_format)
+                summary.episodes += 1
+                bar.update(1)
+            meta = metadata_0_4_0(ds)
+            episodes = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id")
+                        in {ds.episode_id(e) for e in chosen}]
+            if len(chosen) != ds.num_episodes and meta.tasks:
+                tasks, remap = remap_tasks(meta.tasks, episodes)
+                for ep in episodes:
+                    if ep.get("task_index") is not None:
+                        ep["task_index"] = remap[ep["task_index"]]
+                meta.data["tasks"] = tasks
+            meta.data["episodes"] = episodes
+            meta.write(tmp)
     finally:
         bar.close()
     return summary.finish()

@@ -24,7 +24,7 @@ Conventions:
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional
+from typing import Dict
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 

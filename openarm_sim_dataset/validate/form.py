@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 
 from .. import layout
 from ..atomic import TMP_PREFIX
-from ..camera import decode_jpeg
 from ..errors import DatasetError
 from .core import CheckFn, Context, Outcome
 

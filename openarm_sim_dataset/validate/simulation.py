@@ -301,7 +301,7 @@ def _replay(ctx: Context, middle: bool) -> Outcome:
         try:
             start = len(side["step"]) // 2 if middle else None
             r = replay(m, side, from_frame=start)
-        except (KeyError, ValueError, IndexError) as e:
+        except (KeyError, ValueError, IndexError):
             bad.append(ep)
             continue
         frames += r.frames
