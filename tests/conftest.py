@@ -102,3 +102,24 @@ def generated(tmp_path_factory) -> Path:
     summary = generate(out, range(2), SMALL)
     assert summary.made == 2 and len(summary.episodes) == 2
     return out
+
+
+def run_cli(tool: str, *args, check: int | None = 0):
+    """Run ``python -m openarm_sim_dataset.cli.<tool> args`` as a real subprocess; assert its exit code."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-m", f"openarm_sim_dataset.cli.{tool}", *map(str, args)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    if check is not None:
+        assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
+    return r
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``root`` by relative path (to prove a source is unchanged)."""
+    import hashlib
+
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import ALL_FIXTURES, REPO, assert_reads_like_reference, fixture_path
+from conftest import ALL_FIXTURES, assert_reads_like_reference, fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
 
-def cli(*args, check: int | None = 0) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.convert", *map(str, args)],
-                       capture_output=True, text=True, env=env, timeout=300)
-    if check is not None:
-        assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
-    return r
-
-
-def tree_hashes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+def cli(*args, check: int | None = 0):
+    return run_cli("convert", *args, check=check)
 
 
 def assert_same_content(a: Path, b: Path, episodes: list[str] | None = None) -> int:

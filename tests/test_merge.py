@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, assert_reads_like_reference, fixture_path
+from conftest import REPO, assert_reads_like_reference, fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
@@ -27,18 +26,8 @@ from openarm_sim_dataset.sim.scene import SceneConfig  # noqa: E402
 SMALL = GenerateConfig(seed=10, scene=SceneConfig(width=64, height=48), record=RecordConfig(camera_hz=5.0))
 
 
-def cli(*args: str, check: int | None = 0) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.merge", *map(str, args)],
-                       capture_output=True, text=True, env=env, timeout=300)
-    if check is not None:
-        assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
-    return r
-
-
-def tree_hashes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+def cli(*args, check: int | None = 0):
+    return run_cli("merge", *args, check=check)
 
 
 def edit_meta(root: Path, fn) -> None:

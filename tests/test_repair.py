@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,24 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, fixture_path
+from conftest import fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.repair import fill_isolated
 from openarm_sim_dataset.synthetic import write_synthetic
 
 
-def cli(*args, check: int | None = 0) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.repair", *map(str, args)],
-                       capture_output=True, text=True, env=env, timeout=300)
-    if check is not None:
-        assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
-    return r
-
-
-def tree_hashes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+def cli(*args, check: int | None = 0):
+    return run_cli("repair", *args, check=check)
 
 
 def punch(path: Path, column: str, holes: list[tuple[int, int | None]]) -> np.ndarray:
