@@ -156,6 +156,12 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             out = fn(ctx)
         except DatasetError as e:
             out = Outcome(False, str(e), list(ids))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            if (name, fn) not in SIM_CHECKS:
+                raise
+            # the simulation: block is untrusted input: a malformed one fails the check, naming the file
+            what = f"missing key {e.args[0]!r}" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
+            out = Outcome(False, f"{ds.root / layout.METADATA_FILE}: simulation block unusable ({what})", list(ids))
         rows.append(CheckResult(name, bool(out.passed), out.detail, sorted(set(out.episodes), key=_id_key), out.skipped))
     return rows
 
