@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job from a fresh clone: generate 2 simulated episodes, resample them at 5 Hz.
+# The main job from a fresh clone: generate 2 simulated episodes, resample them at 5 Hz, validate them.
 # Usage: bash tools/quickstart.sh [OUT_DIR]   (default: out/quickstart; removed first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,3 +8,4 @@ out="${1:-out/quickstart}"
 rm -rf "$out"
 .venv/bin/dataset-generate --out "$out" --episodes 2 --seed 10 --workers 2
 .venv/bin/dataset-sample "$out" --hz 5 --decode
+.venv/bin/dataset-validate "$out"
