@@ -20,6 +20,38 @@ def tmp_name(path: Path) -> Path:
     return path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
 
 
+def remove_stale_tmp(path: Path) -> list[Path]:
+    """Remove temporary siblings ``.tmp-<name>.<pid>.*`` of ``path`` left by killed processes.
+
+    Only entries whose pid is no longer alive are touched, so a concurrent writer's temp survives.
+    """
+    path = Path(path)
+    prefix = f"{TMP_PREFIX}{path.name}."
+    removed: list[Path] = []
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for p in entries:
+        if not p.name.startswith(prefix):
+            continue
+        pid = p.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            remove_tree(p)
+            removed.append(p)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def fsync_dir(path: Path) -> None:
     """Make a rename or creation inside ``path`` durable."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -46,6 +78,7 @@ def atomic_write_with(path: str | os.PathLike, write: Callable[[Path], object]) 
     """Call ``write(tmp_path)`` to produce the file, then fsync it and rename it onto ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_tmp(path)
     tmp = tmp_name(path)
     try:
         write(tmp)

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import layout
-from .atomic import TMP_PREFIX, remove_tree
 from .convert import metadata_0_4_0
 from .dataset import Dataset
 from .errors import DatasetError
@@ -181,30 +180,6 @@ def copy_episode_tree(src: Path, dest: Path, link: bool) -> None:
                 raise MergeError(Path(dirpath) / d, "is a symbolic link (not merged)")
 
 
-def remove_stale_tmp(out: Path) -> list[Path]:
-    """Remove temporary siblings ``.tmp-<out>.<pid>.*`` left by killed runs (dead pid only)."""
-    removed = []
-    parent = out.parent
-    if not parent.is_dir():
-        return removed
-    prefix = f"{TMP_PREFIX}{out.name}."
-    for p in parent.iterdir():
-        if not p.name.startswith(prefix):
-            continue
-        pid = p.name[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            remove_tree(p)
-            removed.append(p)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -235,7 +210,6 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
     plan = plan_episodes(datasets, task_maps, mixed)
 
     summary = Summary("dataset-merge", out)
-    remove_stale_tmp(out)
     bar = progress(len(plan), "merge", quiet)
     try:
         with new_dataset(out) as tmp:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from . import layout
-from .atomic import TMP_PREFIX, commit_dir, remove_tree, tmp_name
+from .atomic import TMP_PREFIX, commit_dir, remove_stale_tmp, remove_tree, tmp_name
 from .camera import write_camera_dir, write_camera_tar
 from .errors import OutputExistsError
 from .metadata import Metadata
@@ -136,6 +136,7 @@ def create_dataset_root(out: Path) -> Path:
     if out.exists():
         raise OutputExistsError(out, "already exists (refusing to overwrite)")
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_tmp(out)
     tmp = tmp_name(out)
     tmp.mkdir()
     return tmp
