@@ -139,7 +139,11 @@ def check_sim_schema(ctx: Context) -> Outcome:
             bad.append(ep)
             first = first or f"episode {ep}: {problems[0]}"
     n = len(ctx.good_sidecars())
-    return Outcome(not bad and n > 0, f"{n} sidecars, {len(shapes)} arrays each" + (f"; {first}" if first else ""), bad + _missing(ctx))
+    missing = _missing(ctx)
+    if missing and not first:
+        first = f"episode {missing[0]}: {ctx.sidecar(missing[0])}"
+    return Outcome(not bad and not missing and n > 0, f"{n} sidecars, {len(shapes)} arrays each" + (f"; {first}" if first else ""),
+                   bad + missing)
 
 
 def check_sim_ranges(ctx: Context) -> Outcome:
@@ -311,8 +315,10 @@ def _replay(ctx: Context, middle: bool) -> Outcome:
         if not r.ok:
             bad.append(ep)
     what = "from each episode's middle frame state" if middle else "from the initial state"
-    return Outcome(not bad and frames > 0, f"replayed {what}: {exact}/{frames} frames bit-exact, largest difference {worst:.3g}",
-                   bad + _missing(ctx))
+    missing = _missing(ctx)  # no sidecar: nothing shows the episode replays
+    return Outcome(not bad and not missing and frames > 0,
+                   f"replayed {what}: {exact}/{frames} frames bit-exact, largest difference {worst:.3g}"
+                   + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""), bad + missing)
 
 
 def check_sim_replay(ctx: Context) -> Outcome:

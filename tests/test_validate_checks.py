@@ -1,0 +1,120 @@
+"""Every validation check fails on a fault planted for it (the corrupted-copy suite covers the rest).
+
+Each row: (check, source dataset, fault). The fault is written into a copy with real files; the check
+alone is run and must fail, naming the episode where it concerns one.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from conftest import OWN_FIXTURES
+from openarm_sim_dataset import Dataset, sidecar
+from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS
+
+pytest.importorskip("mujoco")
+
+STATE = "episodes/0/obs/arms/right/state.parquet"
+
+
+def edit_state(root: Path, rel: str, fn) -> None:
+    t = pq.read_table(root / rel)
+    pq.write_table(fn(t), root / rel)
+
+
+def edit_column(root: Path, rel: str, column: str, fn) -> None:
+    def change(t):
+        v = np.array(t.column(column).to_pylist(), dtype=np.float32)
+        v = fn(v)
+        arr = pa.array(list(v), type=pa.list_(pa.float32()))
+        return t.set_column(t.column_names.index(column), column, arr)
+
+    edit_state(root, rel, change)
+
+
+def edit_meta(root: Path, fn) -> None:
+    doc = yaml.safe_load((root / "metadata.yaml").read_text())
+    fn(doc)
+    (root / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def edit_npz(root: Path, rel: str, fn, compress: bool = False) -> None:
+    arrays = sidecar.load_npz(root / rel)
+    fn(arrays)
+    sidecar.save_npz(root / rel, arrays, compress=compress)
+
+
+def shift_camera(root: Path, seconds: float) -> None:
+    cam = root / "episodes/0/cameras/head"
+    for f in sorted(cam.iterdir(), reverse=True):
+        f.rename(cam / f"{int(f.stem) + int(seconds * 1e9)}.jpeg")
+
+
+def truncate_streams(root: Path, rows: int) -> None:
+    for f in (root / "episodes/0").rglob("*.parquet"):
+        pq.write_table(pq.read_table(f).slice(0, rows), f)
+
+
+def with_unit(t: pa.Table) -> pa.Table:
+    ts = t.column("timestamp").cast(pa.int64()).to_numpy() // 1000
+    return t.set_column(0, "timestamp", pa.array(ts, type=pa.timestamp("us")))
+
+
+def _mid(side, key, delta, index=0):
+    side[key][len(side[key]) // 2].flat[index] += delta
+
+
+def _labels(frames):
+    frames["labels_head"][0, 0, 0] = 42
+
+
+FAULTS = {
+    # form checks, on our 0.4.0 fixture (it has a pose stream)
+    "metadata": ("own", lambda r: edit_meta(r, lambda d: d["frequencies"]["cameras"].pop("head")), None),
+    "parquet_schema": ("own", lambda r: edit_state(r, STATE, with_unit), "0"),
+    "qpos_jumps": ("own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + (np.arange(len(v)) == 20)[:, None] * 0.5), "0"),
+    "joint_limits": ("own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + np.r_[4.0, [0] * 7]), "0"),
+    "pose_quaternions": ("own", lambda r: edit_column(r, STATE, "pose", lambda v: v * np.r_[[1] * 3, [1.1] * 4, 1]), "0"),
+    "episode_length": ("own", lambda r: truncate_streams(r, 10), "0"),
+    "cameras_present": ("own", lambda r: [f.unlink() for f in (r / "episodes/0/cameras/head").iterdir()], "0"),
+    "camera_span": ("own", lambda r: shift_camera(r, 10.0), "0"),
+    # simulation checks, on the generated dataset
+    "sim_episodes": ("sim", lambda r: (r / "episodes/1/sim/sidecar.npz").unlink(), "1"),
+    "sim_schema": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: s.pop("qvel")), "1"),
+    "sim_ranges": ("sim", lambda r: edit_npz(r, "episodes/1/sim/frames.npz", _labels, compress=True), "1"),
+    "sim_reprojection": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz",
+                                                   lambda s: s["cam_pos_head"].__iadd__(np.r_[0.03, 0, 0])), "1"),
+    "sim_replay": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "physics_ctrl", 1e-9)), "1"),
+    "sim_resume": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "state", 1e-9, index=5)), "1"),  # state[0] is time: perturb a qpos entry
+}
+
+
+def test_every_check_has_a_fault():
+    covered_elsewhere = {"episode_folders", "nulls", "timestamps", "jpeg_frames", "sim_provenance", "sim_geometry",
+                         "sim_wrist_projection", "sim_streams_agree", "sim_regenerate"}  # test_validate.py
+    names = {n for n, _ in FORM_CHECKS + SIM_CHECKS}
+    assert names == set(FAULTS) | covered_elsewhere
+
+
+@pytest.mark.parametrize("check", sorted(FAULTS))
+def test_check_fails_on_its_fault(check, generated, tmp_path):
+    source, plant, episode = FAULTS[check]
+    src = OWN_FIXTURES / "dataset_0.4.0" if source == "own" else generated
+    copy = tmp_path / "copy"
+    shutil.copytree(src, copy)
+    clean = {r.check: r for r in Dataset(src).validate(checks=[check])}[check]
+    assert clean.passed and not clean.skipped, clean
+    plant(copy)
+    row = {r.check: r for r in Dataset(copy).validate(checks=[check])}[check]
+    assert not row.passed, (check, row.detail)
+    if episode is not None:
+        assert episode in row.episodes, (check, row)
+    if check == "sim_resume":  # the initial-state replay does not use the mid-frame state
+        assert {r.check: r for r in Dataset(copy).validate(checks=["sim_replay"])}["sim_replay"].passed
