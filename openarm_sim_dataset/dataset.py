@@ -258,7 +258,7 @@ class Dataset:
         if pool is None:
             cam_cols = [(name, [Frame(cam, int(i), int(cam.timestamps[i])) for i in idx]) for name, cam, idx in cam_idx]
         else:
-            cam_cols = _decoded_columns(cam_idx, len(grid_list), *pool)
+            cam_cols = [(name, _DecodedColumn(cam, idx, *pool)) for name, cam, idx in cam_idx]
         for k, t in enumerate(grid_list):
             yield Sample(
                 ep_id,
@@ -333,11 +333,6 @@ def _frame(stream: Stream, use_unixtime: bool) -> pd.DataFrame:
     else:
         index = pd.DatetimeIndex(stream.timestamps.view("datetime64[ns]"), name="timestamp")
     return pd.DataFrame(stream.values, index=index, columns=list(stream.columns))
-
-
-def _decoded_columns(cam_idx, n: int, pool: ThreadPoolExecutor, workers: int):
-    """Per camera, a lazy column of decoded frames: decodes run ahead in the pool, bounded."""
-    return [(name, _DecodedColumn(cam, idx, pool, workers)) for name, cam, idx in cam_idx]
 
 
 class _DecodedColumn:

@@ -93,22 +93,14 @@ def check_sim_episodes(ctx: Context) -> Outcome:
 def check_sim_provenance(ctx: Context) -> Outcome:
     import mujoco
 
-    from ..sim.scene import asset_hashes, model_hash
+    from ..sim.replay import provenance_differences
 
-    sim = _sim(ctx)
-    diffs = []
-    if sim.get("mujoco_version") != mujoco.__version__:
-        diffs.append(f"MuJoCo {sim.get('mujoco_version')} recorded, {mujoco.__version__} here")
     try:
-        now = model_hash(model(ctx))
+        m = model(ctx)
+        diffs = provenance_differences(_sim(ctx), m)
     except (ValueError, TypeError) as e:
         return Outcome(False, f"model cannot be rebuilt from the stored scene: {e}", list(ctx.episodes))
-    if now != sim.get("model_sha256"):
-        diffs.append(f"model hash {str(sim.get('model_sha256'))[:12]} recorded, {now[:12]} rebuilt")
-        changed = sorted(k for k, v in asset_hashes().items() if (sim.get("asset_sha256") or {}).get(k) != v)
-        if changed:
-            diffs.append(f"asset files changed: {', '.join(changed[:5])}")
-    detail = "; ".join(diffs) if diffs else f"MuJoCo {mujoco.__version__}, model {now[:12]} as recorded"
+    detail = "; ".join(diffs) if diffs else f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded"
     return Outcome(not diffs, detail, list(ctx.episodes) if diffs else [])
 
 
