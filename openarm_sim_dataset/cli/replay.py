@@ -34,11 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
+        import copy
+
         from .. import layout, sidecar
         from ..dataset import Dataset
         from ..errors import DatasetError
         from ..sim.replay import package_differences, provenance_differences, replay, rerender
-        from ..validate.simulation import model as rebuild_model
+        from ..validate.simulation import built_model
         from ..validate.core import Context, Thresholds
 
         ds = Dataset(args.dataset)
@@ -46,11 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         if sim is None:
             raise DatasetError(ds.root / layout.METADATA_FILE, "has no simulation block: not a simulated dataset")
         ctx = Context(ds, ds.episode_ids, Thresholds())
-        model = rebuild_model(ctx)
-        diffs = provenance_differences(sim, model)
+        built = built_model(ctx)
+        diffs = provenance_differences(sim, built.model, built.sha256)
         if diffs:
             print(f"dataset-replay: refused: {ds.root / layout.METADATA_FILE}: {'; '.join(diffs)}", file=sys.stderr)
             return EXIT_UNUSABLE
+        model = copy.copy(built.model)  # hash checked above; a private copy, as replay steps on it
         episodes = [ds.episode_id(args.episode)] if args.episode is not None else ds.episode_ids
         renderer = None
         drift = False

@@ -30,7 +30,8 @@ from ..writer import commit_episode, remove_uncommitted
 from .randomize import episode_params
 from .recorder import RecordConfig, RecordedEpisode, record_episode
 from .render import SimRenderer
-from .scene import SceneConfig, asset_hashes, build_model, model_hash
+from .models import cached_model, load_model
+from .scene import SceneConfig, asset_hashes
 
 LOCK_FILE = ".lock"
 SEED_RULE = "episode i draws only from numpy.random.default_rng([seed, i])"
@@ -81,7 +82,7 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
         "schema_version": sidecar.SCHEMA_VERSION,
         "simulator": "MuJoCo",
         "mujoco_version": mujoco.__version__,
-        "model_sha256": model_hash(model),
+        "model_sha256": cached_model(cfg.scene).sha256,
         "model_sha256_of": "the compiled model saved as MJB (mj_saveModel)",
         "asset_sha256": asset_hashes(),
         "seed": int(cfg.seed),
@@ -161,7 +162,7 @@ _WORKER: dict = {}
 
 def _worker_init(cfg: GenerateConfig) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
-    model = build_model(cfg.scene)
+    model = load_model(cfg.scene)
     _WORKER.update(cfg=cfg, model=model, renderer=SimRenderer(model, cfg.scene))
 
 
@@ -256,7 +257,7 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out)
     try:
-        model = build_model(cfg.scene)
+        model = load_model(cfg.scene)
         # workers are spawned (never forked), so this process's GL context is not inherited
         renderer = SimRenderer(model, cfg.scene)
         sim = simulation_block(cfg, model, renderer)

@@ -74,10 +74,11 @@ def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int |
     return ReplayReport(k0, len(frames), exact, dq, dv, first)
 
 
-def provenance_differences(sim: dict, model: mujoco.MjModel) -> list[str]:
+def provenance_differences(sim: dict, model: mujoco.MjModel, sha256: str | None = None) -> list[str]:
     """What differs between a dataset's ``simulation:`` block and this build (empty: replayable).
 
     Names the simulator, MuJoCo version, timestep, model hash, and which asset files changed.
+    ``sha256``: the model's hash if already known (see :mod:`openarm_sim_dataset.sim.models`).
     """
     from .scene import asset_hashes, model_hash
 
@@ -88,7 +89,7 @@ def provenance_differences(sim: dict, model: mujoco.MjModel) -> list[str]:
         diffs.append(f"MuJoCo {sim.get('mujoco_version')} recorded, {mujoco.__version__} here")
     if float(sim.get("timestep_s", -1)) != float(model.opt.timestep):
         diffs.append(f"timestep {sim.get('timestep_s')} s recorded, {model.opt.timestep} s here")
-    now = model_hash(model)
+    now = sha256 or model_hash(model)
     if now != sim.get("model_sha256"):
         diffs.append(f"model hash {str(sim.get('model_sha256'))[:12]} recorded, {now[:12]} built here")
         changed = sorted(k for k, v in asset_hashes().items() if (sim.get("asset_sha256") or {}).get(k) != v)

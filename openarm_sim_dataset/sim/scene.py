@@ -45,6 +45,7 @@ __all__ = [
     "build_model",
     "model_hash",
     "asset_hashes",
+    "asset_files",
     "geom_labels",
     "ArmIndex",
     "arm_index",
@@ -322,11 +323,8 @@ def model_hash(model: mujoco.MjModel) -> str:
     return hashlib.sha256(buf.tobytes()).hexdigest()
 
 
-def asset_hashes() -> Dict[str, str]:
-    """SHA-256 of every file the scene reads: the OpenArm MJCF and its meshes.
-
-    Keys are paths relative to the ``openarm_mujoco`` ``v2`` folder (``/``-separated).
-    """
+def asset_files() -> Tuple[Path, list]:
+    """The ``openarm_mujoco`` ``v2`` folder and every file the scene reads (the MJCF and its meshes)."""
     xml = _openarm_xml()
     root = xml.parent
     child = mujoco.MjSpec.from_file(str(xml))
@@ -335,11 +333,32 @@ def asset_hashes() -> Dict[str, str]:
     for mesh in child.meshes:
         if mesh.file:
             files.add((meshdir / mesh.file).resolve())
-    out = {}
-    for f in sorted(files):
-        rel = Path(os.path.relpath(f, root)).as_posix()
-        out[rel] = hashlib.sha256(Path(f).read_bytes()).hexdigest()
-    return out
+    return root, sorted(files)
+
+
+#: path -> ((size, mtime_ns, inode), sha256): asset files are hashed again only when they change.
+_FILE_SHA256: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    sig = (st.st_size, st.st_mtime_ns, st.st_ino)
+    hit = _FILE_SHA256.get(str(path))
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    _FILE_SHA256[str(path)] = (sig, digest)
+    return digest
+
+
+def asset_hashes() -> Dict[str, str]:
+    """SHA-256 of every file the scene reads: the OpenArm MJCF and its meshes.
+
+    Keys are paths relative to the ``openarm_mujoco`` ``v2`` folder (``/``-separated). Each file is
+    read again only when its size, mtime or inode changed since it was last hashed in this process.
+    """
+    root, files = asset_files()
+    return {Path(os.path.relpath(f, root)).as_posix(): _file_sha256(Path(f)) for f in files}
 
 
 def geom_labels(model: mujoco.MjModel) -> np.ndarray:

@@ -31,12 +31,23 @@ def scene_config(ctx: Context):
     return SceneConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
 
 
-def model(ctx: Context):
-    """The model rebuilt from the stored scene configuration (cached)."""
-    if "model" not in ctx.cache:
-        from ..sim.scene import build_model
+def built_model(ctx: Context):
+    """The model compiled from the stored scene configuration, with its hash (per-process cache; shared:
+    never modify it). Used to diagnose provenance, whatever the hash."""
+    from ..sim.models import cached_model
 
-        ctx.cache["model"] = build_model(scene_config(ctx))
+    return cached_model(scene_config(ctx))
+
+
+def model(ctx: Context):
+    """A copy of the model rebuilt from the stored scene configuration (compiled once per process),
+    refused (:class:`~openarm_sim_dataset.sim.models.ModelMismatchError`) unless its hash is the
+    recorded ``model_sha256``: no check replays or projects on a model other than the recorded one."""
+    if "model" not in ctx.cache:
+        from ..sim.models import load_model
+
+        ctx.cache["model"] = load_model(scene_config(ctx), _sim(ctx).get("model_sha256"),
+                                        ctx.ds.root / layout.METADATA_FILE)
     return ctx.cache["model"]
 
 
@@ -96,8 +107,8 @@ def check_sim_provenance(ctx: Context) -> Outcome:
     from ..sim.replay import provenance_differences
 
     try:
-        m = model(ctx)
-        diffs = provenance_differences(_sim(ctx), m)
+        built = built_model(ctx)
+        diffs = provenance_differences(_sim(ctx), built.model, built.sha256)
     except (ValueError, TypeError) as e:
         return Outcome(False, f"model cannot be rebuilt from the stored scene: {e}", list(ctx.episodes))
     detail = "; ".join(diffs) if diffs else f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded"
