@@ -49,6 +49,28 @@ def read_table(path: Path) -> pa.Table:
         raise StreamError(path, f"unreadable parquet ({str(e).splitlines()[0][:160]})") from None
 
 
+_NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float16(): np.float16, pa.float32(): np.float32,
+                pa.float64(): np.float64}
+
+
+def primitive_numpy(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values of a primitive (int32/int64/float) Arrow array as a read-only numpy view, and its validity
+    mask (None when it has no nulls; the values of null slots are undefined).
+
+    Read from the Arrow buffers directly: ``Array.to_numpy`` imports pandas (~0.3 s) on first use, which
+    a reader that never builds a DataFrame should not pay.
+    """
+    dtype = np.dtype(_NUMPY_TYPES[arr.type])
+    n, off = len(arr), arr.offset
+    if n == 0:
+        return np.empty(0, dtype=dtype), None
+    values = np.frombuffer(arr.buffers()[1], dtype=dtype, count=off + n)[off:]
+    if not arr.null_count:
+        return values, None
+    bits = np.unpackbits(np.frombuffer(arr.buffers()[0], dtype=np.uint8), bitorder="little")
+    return values, bits[off:off + n].astype(bool)
+
+
 def timestamps_ns(table: pa.Table, path: Path) -> np.ndarray:
     """The ``timestamp`` column as int64 nanoseconds (converted from the declared unit)."""
     if layout.TIMESTAMP_COLUMN not in table.column_names:
@@ -58,7 +80,7 @@ def timestamps_ns(table: pa.Table, path: Path) -> np.ndarray:
         raise StreamError(path, f"column 'timestamp' is {col.type}, expected timestamp[ns] (unit must be explicit)")
     if col.null_count:
         raise StreamError(path, f"column 'timestamp' has {col.null_count} null value(s)")
-    raw = col.combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    raw, _ = primitive_numpy(col.combine_chunks().cast(pa.int64()))  # no nulls (checked above)
     factor = _NS_PER_UNIT[col.type.unit]
     if factor != 1:
         limit = np.iinfo(np.int64).max // factor
@@ -77,16 +99,20 @@ def list_column(table: pa.Table, name: str, width: int | None, path: Path) -> np
     if not (pa.types.is_floating(typ.value_type)):
         raise StreamError(path, f"column {name!r} holds {typ.value_type}, expected float")
     n = len(col)
-    lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
-    valid = ~np.isnan(lengths.astype(np.float64)) if col.null_count else np.ones(n, dtype=bool)
-    lengths = lengths[valid].astype(np.int64) if col.null_count else lengths.astype(np.int64)
+    lengths, valid = primitive_numpy(pc.list_value_length(col))
+    if valid is None:
+        valid = np.ones(n, dtype=bool)
+    lengths = lengths[valid].astype(np.int64)
     if width is None:
         width = int(lengths[0]) if len(lengths) else 0
     bad = np.flatnonzero(lengths != width)
     if bad.size:
         row = int(np.flatnonzero(valid)[bad[0]])
         raise StreamError(path, f"column {name!r} row {row} has {int(lengths[bad[0]])} values, expected {width}")
-    flat = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    flat, flat_valid = primitive_numpy(pc.list_flatten(col))  # null lists emit nothing
+    flat = flat.astype(np.float32, copy=True)  # a writable copy, never a view of the file's buffers
+    if flat_valid is not None:
+        flat[~flat_valid] = np.nan  # null values inside a list
     if col.null_count:
         out = np.full((n, width), np.nan, dtype=np.float32)
         out[valid] = flat.reshape(-1, width)

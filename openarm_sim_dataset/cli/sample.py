@@ -6,9 +6,6 @@ import argparse
 import sys
 import time
 
-import numpy as np
-
-from ..dataset import Dataset
 from ..sampler import ALIGNMENTS
 from . import run
 
@@ -30,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
+        import numpy as np
+
+        from ..dataset import Dataset
+
         ds = Dataset(args.dataset)
         t0 = time.perf_counter()
         counts: dict[str, int] = {}

@@ -15,7 +15,7 @@ from dataclasses import fields
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from ..validate.core import Thresholds  # noqa: E402
+from ..validate.thresholds import Thresholds  # noqa: E402
 from . import EXIT_INVALID, EXIT_OK, run  # noqa: E402
 
 _HELP = {

@@ -8,9 +8,21 @@ affected). Adding a check is adding a row. :func:`validate` runs the table and r
 
 from __future__ import annotations
 
-from .core import CheckResult, Context, Outcome, Thresholds, validate, valid_flags, write_valid_flags
-from .form import FORM_CHECKS
-from .simulation import SIM_CHECKS
+from .thresholds import Thresholds
+
+# The rest on first use (PEP 562): `dataset-validate --help` needs only the thresholds.
+_LAZY = {"CheckResult": "core", "Context": "core", "Outcome": "core", "validate": "core", "valid_flags": "core",
+         "write_valid_flags": "core", "FORM_CHECKS": "form", "SIM_CHECKS": "simulation"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CheckResult",

@@ -1,0 +1,20 @@
+"""Thresholds of the validation checks (no dependencies: the CLI builds its --help from them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Thresholds:
+    """Defaults of every threshold (all overridable from the CLI)."""
+
+    gap_periods: float = 1.5  # an interval longer than this many declared periods is a dropped sample
+    rate_tolerance: float = 0.05  # median interval within this fraction of the declared period
+    max_joint_step: float = 0.3  # rad: larger qpos change between consecutive samples is a jump
+    joint_limit_margin: float = 0.05  # rad beyond the OpenArm joint limits (joints 1-7; MuJoCo limits are soft)
+    quat_norm_tolerance: float = 1e-3  # | |q| - 1 | for pose quaternions
+    min_duration: float = 0.25  # s: shorter episodes are unusable
+    plane_error: float = 0.001  # m: median distance of back-projected floor/table pixels to their plane
+    reprojection_px: float = 2.0  # px: cube centre projection vs mask centroid (fixed camera)
+    wrist_hit_fraction: float = 0.9  # fraction of in-view frames where the red cube projects onto itself
