@@ -93,25 +93,126 @@ def tree_bytes(root: Path, skip=("metadata.yaml",)) -> dict[str, bytes]:
             if p.is_file() and p.name not in skip and p.name != ".lock"}
 
 
+def shared_build(tmp_path_factory, name: str, build) -> Path:
+    """Build ``name`` once per test run, also when pytest-xdist spreads the run over processes.
+
+    ``build(folder)`` makes the folder; it runs in the first process that asks, under an ``flock``, in
+    the run's common temporary folder; the other processes wait for it and reuse it. The folder is
+    shared: never modify it (copy it, e.g. ``shutil.copytree``, when a test writes).
+    """
+    import fcntl
+    import json
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name) / "ds"
+        build(out)
+        return out
+    root = tmp_path_factory.getbasetemp().parent / f"shared-{name}"
+    root.mkdir(exist_ok=True)
+    with open(root / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root / "done.json"
+        if not done.exists():
+            build(root / "ds")
+            done.write_text(json.dumps({"by": os.environ.get("PYTEST_XDIST_WORKER")}))
+    return root / "ds"
+
+
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory) -> Path:
-    """A simulated dataset of two episodes, generated once per test session (never modify it)."""
-    from openarm_sim_dataset.sim.generate import generate
+    """A simulated dataset of two episodes (SMALL), generated once per test run (never modify it)."""
 
-    out = tmp_path_factory.mktemp("gen") / "ds"
-    summary = generate(out, range(2), SMALL)
-    assert summary.made == 2 and len(summary.episodes) == 2
-    return out
+    def build(out: Path) -> None:
+        from openarm_sim_dataset.sim.generate import generate
+
+        summary = generate(out, range(2), SMALL)
+        assert summary.made == 2 and len(summary.episodes) == 2
+
+    return shared_build(tmp_path_factory, "generated", build)
 
 
-def run_cli(tool: str, *args, check: int | None = 0):
+#: Tiny generation settings for tests that run dataset-generate as a process (kill, lock, resume): what
+#: they test is the commit protocol, so one 32x24 camera at 2.5 Hz (rendering is most of the cost).
+TINY = ["--seed", "10", "--size", "32x24", "--camera-hz", "2.5", "--cameras", "head", "--quiet"]
+
+
+def generate_cmd(out: Path, episodes: int = 2, *extra: str) -> list[str]:
+    """``dataset-generate`` as a subprocess command line (TINY settings)."""
+    import sys
+
+    return [sys.executable, "-m", "openarm_sim_dataset.cli.generate", "--out", str(out), "--episodes",
+            str(episodes), *TINY, *extra]
+
+
+#: Environment of the subprocess tests: this checkout first on the path, headless GL, no .pyc writes.
+SUBPROCESS_ENV = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1")
+
+
+@pytest.fixture(scope="session")
+def tiny_generated(tmp_path_factory) -> dict:
+    """``dataset-generate --episodes 2`` (TINY) run once as a real process: ``{"path", "seconds"}``.
+
+    The uninterrupted reference of the kill, lock and resume tests, and the time its run took (the
+    span in which kill tests pick their moments). Never modify it.
+    """
+    import json
+    import subprocess
+    import time
+
+    def build(out: Path) -> None:
+        work = out.parent / "cwd"
+        work.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        r = subprocess.run(generate_cmd(out), cwd=work, env=SUBPROCESS_ENV, capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        (out.parent / "seconds.json").write_text(json.dumps(time.perf_counter() - t0))
+
+    out = shared_build(tmp_path_factory, "tiny_generated", build)
+    return {"path": out, "seconds": json.loads((out.parent / "seconds.json").read_text())}
+
+
+class CliResult:
+    """What a command-line tool did: ``returncode``, ``stdout``, ``stderr`` (text)."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+    def __repr__(self) -> str:
+        return f"CliResult({self.returncode}, stdout={self.stdout[-2000:]!r}, stderr={self.stderr[-2000:]!r})"
+
+
+def run_cli(tool: str, *args, check: int | None = 0) -> CliResult:
+    """Call ``openarm_sim_dataset.cli.<tool>.main(args)`` in this process, capturing its output; assert
+    its exit code. For tests about the tool's answer; where the process boundary is the point (exit
+    status of the installed script, signals, locks, a fresh interpreter) use :func:`run_cli_process`.
+
+    An exception escaping ``main`` propagates (a traceback is a failure, as it would be in a process).
+    """
+    import contextlib
+    import importlib
+    import io
+
+    main = importlib.import_module(f"openarm_sim_dataset.cli.{tool}").main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:  # argparse: --help (0) and usage errors (2)
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    r = CliResult(int(code or 0), out.getvalue(), err.getvalue())
+    if check is not None:
+        assert r.returncode == check, r
+    return r
+
+
+def run_cli_process(tool: str, *args, check: int | None = 0, cwd: Path | None = None):
     """Run ``python -m openarm_sim_dataset.cli.<tool> args`` as a real subprocess; assert its exit code."""
     import subprocess
     import sys
 
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     r = subprocess.run([sys.executable, "-m", f"openarm_sim_dataset.cli.{tool}", *map(str, args)],
-                       capture_output=True, text=True, env=env, timeout=300)
+                       capture_output=True, text=True, env=SUBPROCESS_ENV, cwd=cwd, timeout=600)
     if check is not None:
         assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
     return r

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import run_cli
 from lerobot_rules import check_v21, check_v30
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset import sampler
@@ -22,17 +19,15 @@ pytest.importorskip("av")
 
 from openarm_sim_dataset.convert.video import decode_mp4, encode_mp4, psnr  # noqa: E402
 
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_convert_lerobot")
+
 FPS = 10
 MIN_PSNR_DB = 30.0  # decoded H.264 (crf 18, yuv420p) vs the source JPEG decoded by PIL
 
 
-def cli(*args, check: int | None = 0) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.convert", *map(str, args)],
-                       capture_output=True, text=True, env=env, timeout=300)
-    if check is not None:
-        assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
-    return r
+def cli(*args, check: int | None = 0):
+    return run_cli("convert", *args, check=check)
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,9 @@ values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=
                       max_leaves=12)
 
 
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_fuzz_metadata")
+
 def _paths(node, prefix=()):
     """Every key path of a YAML document (mapping keys and list indices)."""
     yield prefix

@@ -28,6 +28,9 @@ VALUE_TYPES = [pa.float32(), pa.float64(), pa.float16(), pa.int32(), pa.string()
 LIST_KINDS = ["list", "large_list", "fixed", "scalar"]
 
 
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_fuzz_parquet")
+
 @st.composite
 def tables(draw):
     n = draw(st.integers(0, 12))

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import CLI_ARGS, REPO, SMALL, assert_reads_like_reference, tree_bytes
+from conftest import CLI_ARGS, REPO, SMALL, SUBPROCESS_ENV, assert_reads_like_reference, generate_cmd, tree_bytes
 from openarm_sim_dataset import Dataset
 
 pytest.importorskip("mujoco")
@@ -20,7 +20,8 @@ from openarm_sim_dataset import sidecar  # noqa: E402
 from openarm_sim_dataset.sim.generate import GenerateConfig, GenerateError, generate, wilson_interval  # noqa: E402
 from openarm_sim_dataset.sim.replay import replay  # noqa: E402
 from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
-from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
+from openarm_sim_dataset.sim.models import load_model  # noqa: E402
+from openarm_sim_dataset.sim.scene import SceneConfig  # noqa: E402
 
 
 def test_layout_and_reference_reads_it(generated):
@@ -59,7 +60,7 @@ def test_sample_returns_sim_streams_aligned(generated):
 
 
 def test_replay_is_bit_exact_and_resume_needs_the_full_state(generated):
-    model = build_model(SMALL.scene)
+    model = load_model(SMALL.scene)
     for i in range(2):
         side = sidecar.load_npz(generated / f"episodes/{i}/sim/sidecar.npz")
         shapes = sidecar.expected_shapes(["head", "wrist_right"], model.nq, model.nv, model.nu, len(side["initial_state"]))
@@ -106,27 +107,28 @@ def test_contradicting_arguments_and_second_writer_refused(generated, tmp_path):
     assert summary.made == 0 and summary.skipped == 2
 
 
-def test_killed_generation_resumes_to_identical_dataset(generated, tmp_path):
+def test_killed_generation_resumes_to_identical_dataset(tiny_generated, tmp_path):
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "openarm_sim_dataset.cli.generate", "--out", str(out), "--episodes", "2", *CLI_ARGS]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = generate_cmd(out)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=SUBPROCESS_ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
-    # wait until episode 0 is listed, then kill in the middle of episode 1
+    # wait until episode 0 is listed, then kill while episode 1 is being simulated
     while time.time() < deadline and proc.poll() is None:
         meta = out / "metadata.yaml"
         if meta.exists() and "id: '0'" in meta.read_text():
             break
-        time.sleep(0.05)
-    time.sleep(1.0)
+        time.sleep(0.01)
+    time.sleep(0.2)
     assert proc.poll() is None, "generation finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     ds = Dataset(out)  # opens, lists only complete episodes
     assert ds.episode_ids == ["0"]
-    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, cwd=tmp_path, env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "1 generated, 1 already present" in r.stdout
-    assert tree_bytes(out) == tree_bytes(generated)
+    assert tree_bytes(out) == tree_bytes(tiny_generated["path"])
     assert Dataset(out).episode_ids == ["0", "1"]
 
 

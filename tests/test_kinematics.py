@@ -18,6 +18,9 @@ from openarm_sim_dataset.synthetic import write_synthetic
 pytest.importorskip("mujoco")
 
 
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_kinematics")
+
 def tree_hashes(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}

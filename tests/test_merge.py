@@ -13,18 +13,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, assert_reads_like_reference, fixture_path, run_cli, tree_hashes
+from conftest import REPO, SMALL, assert_reads_like_reference, fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
 pytest.importorskip("mujoco")
 
-from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E402
-from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
-from openarm_sim_dataset.sim.scene import SceneConfig  # noqa: E402
+from openarm_sim_dataset.sim.generate import generate  # noqa: E402
 
-SMALL = GenerateConfig(seed=10, scene=SceneConfig(width=64, height=48), record=RecordConfig(camera_hz=5.0))
 
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_merge")
 
 def cli(*args, check: int | None = 0):
     return run_cli("merge", *args, check=check)
@@ -38,12 +37,13 @@ def edit_meta(root: Path, fn) -> None:
 
 
 @pytest.fixture(scope="module")
-def gen(tmp_path_factory) -> dict[str, Path]:
+def gen(tmp_path_factory, generated) -> dict[str, Path]:
+    """Shards A (episode 0) and B (episode 1) generated apart; ``whole``: the session's one generation
+    of episodes 0-1 with the same settings (conftest.SMALL)."""
     base = tmp_path_factory.mktemp("merge_gen")
-    out = {"A": base / "A", "B": base / "B", "whole": base / "whole"}
+    out = {"A": base / "A", "B": base / "B", "whole": generated}
     generate(out["A"], range(0, 1), SMALL)
     generate(out["B"], range(1, 2), SMALL)
-    generate(out["whole"], range(0, 2), SMALL)
     return out
 
 

@@ -14,16 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, tree_bytes
+from conftest import SUBPROCESS_ENV as ENV
+from conftest import generate_cmd as gen
+from conftest import tree_bytes
 
 pytest.importorskip("mujoco")
-
-TINY = ["--seed", "10", "--size", "32x24", "--camera-hz", "5", "--quiet"]
-ENV = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1")
-
-
-def gen(out: Path, episodes: int = 2) -> list[str]:
-    return [sys.executable, "-m", "openarm_sim_dataset.cli.generate", "--out", str(out), "--episodes", str(episodes), *TINY]
 
 
 def run(cmd, cwd) -> subprocess.CompletedProcess:
@@ -31,11 +26,9 @@ def run(cmd, cwd) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("conc") / "ref"
-    r = run(gen(out), out.parent)
-    assert r.returncode == 0, r.stderr
-    return out
+def reference(tiny_generated) -> Path:
+    """The uninterrupted run (the session's shared tiny generation)."""
+    return tiny_generated["path"]
 
 
 def test_second_writer_refused_and_dead_holder_does_not_block(reference, tmp_path):

@@ -25,16 +25,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, tree_bytes
+from conftest import SUBPROCESS_ENV, generate_cmd, tree_bytes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.atomic import TMP_PREFIX
 
 pytest.importorskip("mujoco")
 
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_reliability_kill")
+
 KILLS = 20
 SEED = 20260530
-TINY = ["--seed", "10", "--size", "32x24", "--camera-hz", "5", "--quiet"]
-ENV = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1")
+ENV = SUBPROCESS_ENV
 TALLY: dict[str, list[int]] = {}
 
 
@@ -120,15 +122,16 @@ def form_rows(ds: Dataset, episodes: list[str]) -> dict[str, bool]:
 
 # --------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def ref(tmp_path_factory):
-    """Uninterrupted reference runs of every writer (tiny settings), with their durations."""
+def ref(tmp_path_factory, tiny_generated):
+    """Uninterrupted reference runs of every writer (tiny settings), with their durations; the
+    generation is the session's shared one (conftest.tiny_generated)."""
     base = tmp_path_factory.mktemp("ref")
     work = base / "cwd"
     work.mkdir()
     r = {"base": base, "cwd": work}
-    r["gen_cmd"] = lambda out: cli("generate", "--out", out, "--episodes", 2, *TINY)
-    r["gen"] = base / "gen"
-    r["gen_s"] = timed(r["gen_cmd"](r["gen"]), work)
+    r["gen_cmd"] = lambda out: generate_cmd(out)
+    r["gen"] = tiny_generated["path"]
+    r["gen_s"] = tiny_generated["seconds"]
     r["gen_form"] = form_rows(Dataset(r["gen"]), ["0", "1"])
     r["in2"] = base / "in2"
     shutil.copytree(r["gen"], r["in2"])

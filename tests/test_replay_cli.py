@@ -1,4 +1,4 @@
-"""dataset-replay as a real subprocess: exact replay, resume, re-render, refusals that name what differs."""
+"""dataset-replay: exact replay in a fresh process, resume, re-render; refusals that name what differs (in-process)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import run_cli
+from conftest import run_cli, run_cli_process
 from openarm_sim_dataset import sidecar
 
 pytest.importorskip("mujoco")
@@ -25,7 +25,8 @@ def edit_sim(path, **changes):
 
 
 def test_replay_exact_resume_and_rerender(generated):
-    r = run_cli("replay", generated, "--episode", "1", "--render")
+    # a fresh interpreter (not the one that generated the data): exactness must not depend on process state
+    r = run_cli_process("replay", generated, "--episode", "1", "--render")
     assert "episode 1: from initial state: " in r.stdout and "largest difference qpos 0, qvel 0" in r.stdout
     frames = int(r.stdout.split("from initial state: ")[1].split("/")[0])
     assert f"{frames}/{frames} frames bit-exact" in r.stdout

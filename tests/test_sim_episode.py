@@ -7,14 +7,17 @@ from openarm_sim_dataset.sim.pick_place import (
     OUTCOMES, EpisodeParams, PickPlace, run_episode, set_initial_state, wrap_yaw_90,
 )
 from openarm_sim_dataset.sim.randomize import episode_params
-from openarm_sim_dataset.sim.scene import build_model
+from openarm_sim_dataset.sim.models import load_model
+
+#: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
+pytestmark = pytest.mark.xdist_group("test_sim_episode")
 
 INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 
 
 @pytest.fixture(scope="module")
 def model():
-    return build_model()
+    return load_model()  # compiled once per process (sim/models.py), a private copy
 
 
 @pytest.fixture(scope="module")

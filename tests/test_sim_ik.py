@@ -7,13 +7,14 @@ import pytest
 
 from openarm_sim_dataset.sim.ik import IKSolver, solve_ik
 from openarm_sim_dataset.sim.pick_place import EpisodeParams, PickPlace, set_initial_state
-from openarm_sim_dataset.sim.scene import SceneConfig, build_model
+from openarm_sim_dataset.sim.models import load_model
+from openarm_sim_dataset.sim.scene import SceneConfig
 from openarm_sim_dataset.sim.trajectory import MinJerkPath, min_jerk_s
 
 
 @pytest.fixture(scope="module")
 def model():
-    return build_model()
+    return load_model()  # compiled once per process (sim/models.py), a private copy
 
 
 def test_ik_recovers_fk_pose(model):

@@ -6,13 +6,14 @@ import pytest
 from openarm_sim_dataset.sim.pick_place import set_initial_state
 from openarm_sim_dataset.sim.randomize import episode_params
 from openarm_sim_dataset.sim.render import SimRenderer
-from openarm_sim_dataset.sim.scene import SceneConfig, build_model
+from openarm_sim_dataset.sim.models import load_model
+from openarm_sim_dataset.sim.scene import SceneConfig
 
 
 @pytest.fixture(scope="module")
 def setup():
     cfg = SceneConfig()
-    model = build_model(cfg)
+    model = load_model(cfg)
     data = mujoco.MjData(model)
     set_initial_state(model, data, episode_params(10, 0))
     r = SimRenderer(model, cfg)

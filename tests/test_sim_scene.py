@@ -5,6 +5,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from openarm_sim_dataset.sim.models import cached_model, load_model
 from openarm_sim_dataset.sim.scene import (
     CUBE_NAMES, LABELS, SceneConfig, arm_index, asset_hashes, build_model, build_spec, cube_qpos_adr,
     geom_labels, model_hash,
@@ -13,7 +14,7 @@ from openarm_sim_dataset.sim.scene import (
 
 @pytest.fixture(scope="module")
 def model():
-    return build_model()
+    return load_model()  # compiled once per process (sim/models.py), a private copy
 
 
 def test_build_counts_and_options(model):
@@ -36,7 +37,7 @@ def test_attach_emits_no_warning():
 
 
 def test_wrist_left_optional():
-    m = build_model(SceneConfig(wrist_left=True, cameras=("head", "wrist_right", "wrist_left")))
+    m = cached_model(SceneConfig(wrist_left=True, cameras=("head", "wrist_right", "wrist_left"))).model
     assert m.camera("wrist_left").id >= 0
 
 
@@ -61,8 +62,9 @@ def test_arm_index(model):
 
 def test_hashes(model):
     h1 = model_hash(model)
-    assert len(h1) == 64 and h1 == model_hash(build_model())
-    assert h1 != model_hash(build_model(SceneConfig(table_height=0.31)))
+    assert len(h1) == 64 and h1 == model_hash(build_model())  # a fresh compilation: deterministic
+    assert h1 == cached_model().sha256
+    assert h1 != cached_model(SceneConfig(table_height=0.31)).sha256
     ah = asset_hashes()
     assert "openarm_bimanual.xml" in ah
     assert sum(k.endswith((".stl", ".obj")) for k in ah) > 20

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-from conftest import OWN_FIXTURES, REF_FIXTURES, REPO
+from conftest import OWN_FIXTURES, REF_FIXTURES, run_cli, run_cli_process
 from corrupt import FAULTS, plant
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import Thresholds, valid_flags
@@ -78,22 +76,21 @@ def test_cli_table_json_flags_and_exit_codes(generated, tmp_path):
     copy = tmp_path / "copy"
     plant(generated, copy, "action_shift")
     before = (copy / "metadata.yaml").read_bytes()
-    cmd = [sys.executable, "-m", "openarm_sim_dataset.cli.validate"]
-    r = subprocess.run([*cmd, str(copy), "--no-update-metadata"], capture_output=True, text=True, cwd=REPO, timeout=600)
-    assert r.returncode == 1, r.stderr
+    r = run_cli("validate", copy, "--no-update-metadata", check=1)
     assert "[FAIL] sim_streams_agree" in r.stdout and "[pass] sim_replay" in r.stdout
     assert (copy / "metadata.yaml").read_bytes() == before
-    r = subprocess.run([*cmd, str(copy), "--json", "--checks", "nulls", "sim_streams_agree"], capture_output=True,
-                       text=True, cwd=REPO, timeout=600)
+    r = run_cli("validate", copy, "--json", "--checks", "nulls", "sim_streams_agree", check=None)
     doc = json.loads(r.stdout)
     assert r.returncode == 1 and doc["valid"] is False and doc["episodes"] == {"0": False, "1": True}
     meta = yaml.safe_load((copy / "metadata.yaml").read_text())
     assert [e["valid"] for e in meta["episodes"]] == [False, True]
-    r = subprocess.run([*cmd, str(tmp_path / "nothing")], capture_output=True, text=True, cwd=REPO, timeout=60)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
-    r = subprocess.run([*cmd, str(generated), "--no-update-metadata", "--checks", "nulls", "--episodes", "1"],
-                       capture_output=True, text=True, cwd=REPO, timeout=600)
-    assert r.returncode == 0 and "1/1 episodes valid" in r.stdout
+    r = run_cli("validate", tmp_path / "nothing", check=2)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    r = run_cli("validate", generated, "--no-update-metadata", "--checks", "nulls", "--episodes", "1")
+    assert "1/1 episodes valid" in r.stdout
+    # the installed tool as a process: the same exit status
+    assert run_cli_process("validate", copy, "--no-update-metadata", "--checks", "sim_streams_agree",
+                           check=1).stdout.count("[FAIL] sim_streams_agree") == 1
 
 
 def test_thresholds_are_overridable(generated):

@@ -1,5 +1,5 @@
 # Sourced by tools/*.sh: make .venv with the package installed (editable) and headless GL settings.
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import openarm_sim_dataset, pytest, openarm_dataset" 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import openarm_sim_dataset, pytest, xdist, openarm_dataset" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[test]'

@@ -1,11 +1,32 @@
 #!/usr/bin/env bash
 # Run the test suite from a fresh clone: creates .venv (once), installs the package with its test
-# extras, and runs pytest. `--all` also runs the tests marked slow (CI does).
+# extras, and runs pytest on every core (pytest-xdist; TEST_WORKERS=1 for one process).
+#   bash tools/test.sh            the default run: every test not marked slow   (budget 3 minutes, 2 cores)
+#   bash tools/test.sh --all      also the slow ones, as CI does                  (budget 30 minutes)
+# Extra arguments go to pytest (e.g. a test file, -k EXPR, -x). The slowest 15 tests and the wall
+# time against the budget are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/env.sh
+select=()
+budget=180
 if [ "${1:-}" = "--all" ]; then
   shift
-  exec .venv/bin/python -m pytest -m "slow or not slow" "$@"
+  select=(-m "slow or not slow")
+  budget=1800
 fi
-exec .venv/bin/python -m pytest "$@"
+workers="${TEST_WORKERS:-$(nproc)}"
+parallel=()
+if [ "$workers" -gt 1 ]; then
+  parallel=(-n "$workers" --dist loadgroup)
+fi
+start=$(date +%s)
+set +e
+.venv/bin/python -m pytest "${select[@]}" "${parallel[@]}" --durations=15 "$@"
+rc=$?
+set -e
+wall=$(( $(date +%s) - start ))
+verdict="within"
+[ "$wall" -le "$budget" ] || verdict="OVER"
+echo "tools/test.sh: ${wall} s wall on $(nproc) core(s), ${workers} worker(s): ${verdict} the ${budget} s budget of this run"
+exit "$rc"
