@@ -34,7 +34,8 @@ pytest.importorskip("mujoco")
 KILLS = 20
 SEED = 20260530
 TINY = ["--seed", "10", "--size", "32x24", "--camera-hz", "5", "--quiet"]
-ENV = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1")
+# SOURCE_DATE_EPOCH fixes dataset-validate's validated_at, so that reruns write byte-identical documents
+ENV = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1", SOURCE_DATE_EPOCH="1800000000")
 TALLY: dict[str, list[int]] = {}
 
 
