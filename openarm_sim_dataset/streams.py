@@ -74,7 +74,7 @@ def timestamps_ns(table: pa.Table, path: Path) -> np.ndarray:
         raise StreamError(path, f"column 'timestamp' is {col.type}, expected timestamp[ns] (unit must be explicit)")
     if col.null_count:
         raise StreamError(path, f"column 'timestamp' has {col.null_count} null value(s)")
-    raw = col.combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    raw = _int64_values(col.combine_chunks())
     factor = _NS_PER_UNIT[col.type.unit]
     if factor != 1:
         limit = np.iinfo(np.int64).max // factor
@@ -82,6 +82,17 @@ def timestamps_ns(table: pa.Table, path: Path) -> np.ndarray:
             raise StreamError(path, f"timestamp[{col.type.unit}] values overflow nanoseconds")
         raw = raw * factor
     return raw
+
+
+def _int64_values(arr: pa.Array) -> np.ndarray:
+    """The values of a null-free 64-bit timestamp array as int64, zero-copy and read-only.
+
+    Read from the data buffer because ``Array.to_numpy`` imports pandas (a second of start-up
+    for tools such as dataset-info that never build a DataFrame)."""
+    if len(arr) == 0:
+        return np.empty(0, dtype=np.int64)
+    a = arr.view(pa.int64())
+    return np.frombuffer(a.buffers()[1], dtype=np.int64, count=len(a), offset=a.offset * 8)
 
 
 def list_column(table: pa.Table, name: str, width: int | None, path: Path) -> np.ndarray:
