@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -20,9 +20,6 @@ from .camera import Camera, Frame
 from .errors import CameraError, DatasetError, StreamError
 from .metadata import Metadata
 from .streams import Stream, read_attribute_file, read_state_file
-if TYPE_CHECKING:
-    import pandas as pd
-
 from .writer import (
     ComponentStreams,
     EpisodeData,
@@ -30,7 +27,21 @@ from .writer import (
     write_episode_tree,
 )
 
+if TYPE_CHECKING:  # pandas is imported when a DataFrame is built, so that tools that never build one start fast
+    import pandas as pd
+
 EpisodeRef = dict | str | int
+
+
+class StreamFile(NamedTuple):
+    """One parquet file of an episode: ``prefix`` (``arms/right``), its path, and ``attribute``
+    (None for a ``state.parquet`` holding several attributes; ``qpos``/``elevation`` for the
+    per-attribute files of older layouts), with the value columns of each row."""
+
+    prefix: str
+    path: Path
+    attribute: str | None
+    columns: tuple[str, ...]
 
 
 class Sample:
@@ -123,26 +134,36 @@ class Dataset:
         return layout.episode_dir(self.root, self.episode_id(episode))
 
     # ------------------------------------------------------------------- streams
-    def streams(self, episode: EpisodeRef, kind: str) -> dict[str, Stream]:
-        """All obs or action streams of an episode, keyed ``arms/right/qpos`` (each file read once)."""
+    def stream_files(self, episode: EpisodeRef, kind: str) -> list[StreamFile]:
+        """The parquet files holding an episode's obs or action streams (nothing is read)."""
         ep_id = self.episode_id(episode)
-        out: dict[str, Stream] = {}
+        out: list[StreamFile] = []
         for emb in self.meta.embodiments:
             for comp in emb.components or (None,):
                 folder = layout.component_dir(self.root, ep_id, kind, emb.name, comp, self.version)
                 prefix = f"{emb.name}/{comp}" if comp else emb.name
                 state = folder / layout.STATE_FILE
                 if state.is_file():
-                    out.update(read_state_file(state, prefix))
+                    out.append(StreamFile(prefix, state, None, emb.joints))
                 elif os.path.lexists(state):  # a device, FIFO, folder or dangling link is not a stream
                     raise StreamError(state, "is not a regular file")
                 for attr in emb.legacy_attributes:
                     path = folder / f"{attr}.parquet"
                     if path.is_file():
-                        key = f"{prefix}/{attr}"
-                        if key in out:
-                            raise StreamError(path, f"{key} is stored both here and in {state.name}")
-                        out[key] = read_attribute_file(path, key, emb.joints)
+                        out.append(StreamFile(prefix, path, attr, emb.joints))
+        return out
+
+    def streams(self, episode: EpisodeRef, kind: str) -> dict[str, Stream]:
+        """All obs or action streams of an episode, keyed ``arms/right/qpos`` (each file read once)."""
+        out: dict[str, Stream] = {}
+        for f in self.stream_files(episode, kind):
+            if f.attribute is None:
+                out.update(read_state_file(f.path, f.prefix))
+                continue
+            key = f"{f.prefix}/{f.attribute}"
+            if key in out:
+                raise StreamError(f.path, f"{key} is stored both here and in {layout.STATE_FILE}")
+            out[key] = read_attribute_file(f.path, key, f.columns)
         return out
 
     def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False, state: str | None = None) -> dict[str, pd.DataFrame]:

@@ -133,3 +133,7 @@ def camera_tar(root: Path, episode_id: str, camera: str) -> Path:
 def sim_dir(root: Path, episode_id: str) -> Path:
     """Per-episode folder of simulation-only files (sidecar, depth, labels)."""
     return episode_dir(root, episode_id) / SIM_DIR
+
+
+#: The dataset card (``dataset-info --card``): at the top level, a path no reader opens.
+CARD_FILE = "README.md"

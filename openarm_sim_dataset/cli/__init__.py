@@ -24,6 +24,9 @@ def run(main: Callable[[], int | None], prog: str) -> int:
         msg = e.args[0] if e.args else repr(e)
         print(f"{prog}: error: {msg}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except ImportError as e:  # a missing optional extra: the message names the pip install to run
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except OSError as e:
         print(f"{prog}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return EXIT_UNUSABLE

@@ -1,4 +1,4 @@
-"""dataset-convert IN OUT --format openarm|lerobot_v2.1|lerobot_v3.0|gr00t: write a converted copy of a dataset."""
+"""dataset-convert IN OUT --format openarm|lerobot_v2.1|lerobot_v3.0|gr00t|rrd: write a converted copy of a dataset."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 from . import run
 
-FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t")
+FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd")
 STATES = ("qpos", "pose", "rot6d")
 
 
@@ -16,7 +16,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="dataset-convert", description=__doc__,
         epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0); IN is never modified. OUT must not exist: "
                "it is built in a temporary folder and renamed into place. LeRobot formats need PyAV "
-               "(pip install 'openarm-sim-dataset[lerobot]').")
+               "(pip install 'openarm-sim-dataset[lerobot]'); rrd (one Rerun recording file OUT.rrd) needs rerun-sdk "
+               "(pip install 'openarm-sim-dataset[rerun]').")
     p.add_argument("input", help="input dataset folder")
     p.add_argument("output", help="output folder (must not exist)")
     p.add_argument("--format", choices=FORMATS, default="openarm", help="output format (default openarm = 0.4.0)")
@@ -42,14 +43,20 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.format == "openarm" and (args.state != "qpos" or args.arm_dynamics):
-        parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm keeps the recorded data)")
+    if args.format in ("openarm", "rrd") and (args.state != "qpos" or args.arm_dynamics):
+        parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm and rrd keep the recorded data)")
 
     def body() -> int:
         from ..dataset import Dataset
 
         ds = Dataset(args.input)
-        if args.format == "openarm":
+        if args.format == "rrd":
+            from ..convert import select_episodes
+            from ..convert.rerun import to_rrd
+
+            chosen = select_episodes(ds, valid_only=args.valid_only, success_only=args.success_only)
+            summary = to_rrd(ds, args.output, quiet=args.quiet, episodes=chosen)
+        elif args.format == "openarm":
             from ..convert.openarm import to_openarm
 
             summary = to_openarm(ds, args.output, camera_format=args.camera_format, valid_only=args.valid_only,

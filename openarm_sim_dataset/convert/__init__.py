@@ -1,7 +1,7 @@
 """Converters: take a :class:`~openarm_sim_dataset.dataset.Dataset`, write a new dataset elsewhere.
 
 ``openarm`` (any layout -> 0.4.0), ``lerobot_v21`` / ``lerobot_v30`` / gr00t (LeRobot layouts with
-H.264 video from :mod:`.video`). The Dataset does not import them. Episode selection by the
+H.264 video from :mod:`.video`), ``rrd`` (one Rerun recording, :mod:`.rerun`). The Dataset does not import them. Episode selection by the
 validator's ``valid`` flags and by ``success`` is shared here.
 """
 
@@ -16,7 +16,7 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..metadata import Metadata
 
-FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t")
+FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd")
 
 
 def select_episodes(ds: Dataset, valid_only: bool = False, success_only: bool = False) -> list[dict]:

@@ -10,7 +10,6 @@ One process at a time may write an output (an ``fcntl`` lock the kernel releases
 from __future__ import annotations
 
 import fcntl
-import math
 import multiprocessing as mp
 import os
 import platform
@@ -26,6 +25,7 @@ import numpy as np
 from .. import __version__, layout, sidecar
 from ..errors import DatasetError
 from ..metadata import Metadata
+from ..stats import wilson_interval
 from ..writer import commit_episode, remove_uncommitted
 from .randomize import episode_params
 from .recorder import RecordConfig, RecordedEpisode, record_episode
@@ -206,17 +206,6 @@ class GenerateSummary:
 
     def categories(self) -> Counter:
         return Counter(e.get("outcome", "unknown") for e in self.episodes)
-
-
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion k/n."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 class _Lock:

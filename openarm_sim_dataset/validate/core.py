@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -166,13 +168,26 @@ def valid_flags(ds: Dataset, rows: list[CheckResult], episodes: list[str] | None
     return {ep: ep not in bad for ep in ids}
 
 
-def write_valid_flags(ds: Dataset, flags: dict[str, bool]) -> None:
-    """Write ``valid: true|false`` into metadata.yaml for the given episodes (atomic write)."""
+def validation_time() -> str:
+    """UTC time written next to the valid flags, ISO 8601 to the second (``2026-03-01T12:00:00Z``).
+
+    ``SOURCE_DATE_EPOCH`` (integer Unix seconds, the reproducible-builds convention) replaces the
+    clock when set, so that two runs can write byte-identical documents."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    t = datetime.fromtimestamp(int(fixed), timezone.utc) if fixed.isdigit() else datetime.now(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = None) -> None:
+    """Write ``valid: true|false`` and ``validated_at`` (``when``, default :func:`validation_time`)
+    into metadata.yaml for the given episodes (atomic write)."""
     meta = ds.meta
+    when = when or validation_time()
     for ep in meta.episodes:
         ep_id = layout.check_name(ep["id"], "episode id")
         if ep_id in flags:
             ep["valid"] = bool(flags[ep_id])
+            ep["validated_at"] = when
     meta.write(ds.root)
 
 

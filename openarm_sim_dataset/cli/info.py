@@ -1,0 +1,57 @@
+"""dataset-info DIR: what a dataset holds (episodes, success, streams, cameras, sizes, provenance).
+
+Reads metadata.yaml, the timestamp column of each stream and the camera listings; never decodes an
+image. --json prints the figures for machines; --card writes a dataset card (README.md with a YAML
+header a dataset hub reads) into DIR atomically, or to -o FILE. Exit 0, or 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import run
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dataset-info", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--episodes", action="store_true", help="also list every episode (duration, success, valid)")
+    p.add_argument("--card", action="store_true",
+                   help="write the dataset card to DIR/README.md (outside the paths readers open), or to -o FILE")
+    p.add_argument("-o", "--output", help="with --card: write the card here instead of DIR/README.md")
+    p.add_argument("--license", help="with --card: license id for the card's header (default: metadata's "
+                                     "'license:' key, else 'unknown')")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if (args.output or args.license) and not args.card:
+        parser.error("-o/--output and --license go with --card")
+
+    def body() -> int:
+        import json
+
+        from ..info import dataset_info, format_info
+
+        info = dataset_info(args.dataset)
+        if args.card:
+            from ..card import write_card
+
+            path = write_card(args.dataset, args.output, license=args.license, info=info)
+            print(f"card written to {path}")
+        elif args.json:
+            print(json.dumps(info, indent=2))
+        else:
+            print(format_info(info, per_episode=args.episodes))
+        return 0
+
+    return run(body, "dataset-info")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

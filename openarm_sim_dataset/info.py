@@ -1,0 +1,291 @@
+"""What a dataset holds, from its metadata and file listings: the figures of ``dataset-info`` and the card.
+
+Fast by construction: it reads ``metadata.yaml``, the timestamp column of each parquet stream (not
+the values), the folder or tar listing of each camera and one JPEG header per camera and episode; it
+never decodes an image, and imports neither pandas nor MuJoCo nor matplotlib.
+
+:func:`dataset_info` returns a plain JSON-serialisable dict (``dataset-info --json`` prints it):
+
+``path``, ``version``, ``simulated``, ``license`` (metadata's ``license:`` or None)
+``episodes``   ``count``, ``successes``, ``success_rate``, ``wilson95`` [lo, hi], ``duration_s``
+               {``total``, ``min``, ``median``, ``max``}, ``valid`` {``true``, ``false``, ``unset``,
+               ``validated_at`` [earliest, latest] or None}, ``per_episode`` (list below)
+``per_episode`` items: ``id``, ``task_index``, ``success``, ``valid``, ``validated_at``, ``duration_s``,
+               ``start_ns``, ``end_ns`` (earliest/latest obs or action stamp), ``outcome`` when recorded
+``tasks``      ``index``, ``prompt``, ``description``, ``episodes``, ``successes``, ``success_rate``, ``wilson95``
+``streams``    ``kind``/``prefix`` (``obs``, ``arms/right``), ``attributes`` (qpos, qvel, ...), ``columns``
+               (the 8 names of a row), ``rows`` (all episodes), ``declared_hz``, ``measured_hz``
+               (rows per second of the median episode, from stamps)
+``cameras``    ``name``, ``format`` (dir|tar), ``size`` [W, H] (None if frames differ: see ``sizes``),
+               ``frames``, ``frames_per_episode`` {min, max}, ``declared_hz``, ``measured_hz``
+``disk_bytes`` ``parquet``, ``images``, ``sidecar``, ``metadata``, ``other``, ``total`` (each inode once)
+``provenance`` (simulated datasets) ``simulator``, ``mujoco_version``, ``model_sha256`` (12-hex prefix),
+               ``seed``, ``sigma_m``, ``retry``, ``randomization`` (if recorded), ``timestep_s``,
+               ``state_hz``, ``camera_hz``, ``gl_renderer``, ``generator``
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import layout
+from .atomic import TMP_PREFIX
+from .camera import Camera
+from .dataset import Dataset
+from .errors import CameraError
+from .stats import wilson_interval
+from .streams import read_timestamps
+
+#: Length of the model hash prefix shown (hex digits).
+HASH_PREFIX = 12
+
+
+def dataset_info(root: str | os.PathLike | Dataset) -> dict[str, Any]:
+    """Figures of a dataset (see the module doc for the keys). Raises DatasetError naming the file
+    for an unusable dataset or an unreadable stream, camera listing or JPEG header."""
+    ds = root if isinstance(root, Dataset) else Dataset(root)
+    meta = ds.meta
+    per_episode, stream_acc, camera_acc = [], {}, {}
+    for ep in meta.episodes:
+        ep_id = ds.episode_id(ep)
+        first, last = [], []
+        for kind in layout.KINDS:
+            for f in ds.stream_files(ep, kind):
+                ts, names = read_timestamps(f.path)
+                attrs = [f.attribute] if f.attribute else [n for n in names if n != layout.TIMESTAMP_COLUMN]
+                acc = stream_acc.setdefault((kind, f.prefix), {"attributes": [], "columns": list(f.columns), "rows": 0, "spans": []})
+                acc["attributes"] += [a for a in attrs if a not in acc["attributes"]]
+                acc["rows"] += len(ts)
+                if len(ts):
+                    acc["spans"].append((len(ts), int(ts[-1] - ts[0])))
+                    first.append(int(ts.min()))
+                    last.append(int(ts.max()))
+        for name in ds.camera_names:
+            cam = ds.load_camera(name, ep)
+            acc = camera_acc.setdefault(name, {"formats": set(), "sizes": set(), "counts": [], "spans": []})
+            acc["formats"].add(cam.format)
+            acc["counts"].append(cam.num_frames)
+            if cam.num_frames:
+                acc["sizes"].add(jpeg_size(cam.get_frame(0).read_bytes(), cam.frame_path(0)))
+                acc["spans"].append((cam.num_frames, int(cam.timestamps[-1] - cam.timestamps[0])))
+        start, end = (min(first), max(last)) if first else (None, None)
+        entry = {
+            "id": ep_id,
+            "task_index": ep.get("task_index"),
+            "success": ep.get("success"),
+            "valid": ep.get("valid"),
+            "validated_at": None if ep.get("validated_at") is None else str(ep.get("validated_at")),
+            "duration_s": (end - start) / 1e9 if first else 0.0,
+            "start_ns": start,
+            "end_ns": end,
+        }
+        if "outcome" in ep:
+            entry["outcome"] = ep["outcome"]
+        per_episode.append(entry)
+
+    durations = np.array([e["duration_s"] for e in per_episode], dtype=np.float64)
+    stamps = sorted(e["validated_at"] for e in per_episode if e["validated_at"])
+    episodes = {
+        **_rate(per_episode),
+        "duration_s": {
+            "total": float(durations.sum()),
+            "min": float(durations.min()) if len(durations) else 0.0,
+            "median": float(np.median(durations)) if len(durations) else 0.0,
+            "max": float(durations.max()) if len(durations) else 0.0,
+        },
+        "valid": {
+            "true": sum(e["valid"] is True for e in per_episode),
+            "false": sum(e["valid"] is False for e in per_episode),
+            "unset": sum(e["valid"] is None for e in per_episode),
+            "validated_at": [stamps[0], stamps[-1]] if stamps else None,
+        },
+        "per_episode": per_episode,
+    }
+    tasks = []
+    for i, task in enumerate(meta.tasks):
+        mine = [e for e in per_episode if e["task_index"] == i or (e["task_index"] is None and len(meta.tasks) == 1)]
+        tasks.append({"index": i, "prompt": task.get("prompt"), "description": task.get("description"), **_rate(mine)})
+    streams = []
+    for (kind, prefix), acc in stream_acc.items():
+        emb, _, comp = prefix.partition("/")
+        streams.append({
+            "kind": kind, "prefix": prefix, "attributes": acc["attributes"], "columns": acc["columns"],
+            "rows": acc["rows"], "declared_hz": meta.frequency(kind, emb, comp or None),
+            "measured_hz": _measured_hz(acc["spans"]),
+        })
+    cameras = []
+    for name, acc in camera_acc.items():
+        sizes = sorted(acc["sizes"])
+        counts = acc["counts"]
+        cameras.append({
+            "name": name, "format": "/".join(sorted(acc["formats"])),
+            "size": list(sizes[0]) if len(sizes) == 1 else None, "sizes": [list(s) for s in sizes],
+            "frames": int(sum(counts)), "frames_per_episode": {"min": min(counts), "max": max(counts)},
+            "declared_hz": meta.frequency("cameras", meta.stored_camera_name(name)),
+            "measured_hz": _measured_hz(acc["spans"]),
+        })
+    return {
+        "path": str(ds.root),
+        "version": ds.version,
+        "simulated": meta.simulation is not None,
+        "license": meta.data.get("license") if isinstance(meta.data.get("license"), str) else None,
+        "episodes": episodes,
+        "tasks": tasks,
+        "streams": streams,
+        "cameras": cameras,
+        "disk_bytes": disk_bytes(ds.root),
+        "provenance": provenance(meta.simulation) if meta.simulation is not None else None,
+    }
+
+
+def _rate(entries: list[dict]) -> dict:
+    n = len(entries)
+    k = sum(e["success"] is True for e in entries)
+    lo, hi = wilson_interval(k, n)
+    return {"count": n, "successes": k, "success_rate": k / n if n else None, "wilson95": [lo, hi]}
+
+
+def _measured_hz(spans: list[tuple[int, int]]) -> float | None:
+    """Rate of the median episode: (samples - 1) / span, from integer-ns stamps."""
+    rates = [(n - 1) * 1e9 / span for n, span in spans if n > 1 and span > 0]
+    return float(np.median(rates)) if rates else None
+
+
+def jpeg_size(data: bytes, path: str | os.PathLike = "<bytes>") -> tuple[int, int]:
+    """(width, height) from a JPEG's header; the pixels are not decoded."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:  # lazy: reads the header only
+            return im.size
+    except (OSError, SyntaxError, ValueError) as e:
+        raise CameraError(path, f"not a JPEG ({str(e).splitlines()[0][:120]})") from None
+
+
+def disk_bytes(root: Path) -> dict[str, int]:
+    """Bytes on disk by kind: parquet streams, images (JPEG files and camera tars), simulation
+    sidecars (``episodes/<id>/sim/``), metadata (``metadata.yaml``, ``episodes.jsonl``) and other
+    files (the card, the generator's lock, leftovers). Each inode is counted once (hard links)."""
+    out = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
+    seen: set[tuple[int, int]] = set()
+    root = Path(root)
+    for dirpath, dirnames, files in os.walk(root):
+        rel = Path(dirpath).relative_to(root).parts
+        for name in files:
+            st = os.lstat(os.path.join(dirpath, name))
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            out[_kind(rel, name)] += st.st_size
+    out["total"] = sum(out.values())
+    return out
+
+
+def _kind(rel: tuple[str, ...], name: str) -> str:
+    if any(p.startswith(TMP_PREFIX) for p in rel) or name.startswith(TMP_PREFIX):
+        return "other"
+    if not rel:
+        return "metadata" if name in (layout.METADATA_FILE, layout.EPISODES_JSONL) else "other"
+    if rel[0] != layout.EPISODES_DIR:
+        return "other"
+    if len(rel) >= 3 and rel[2] == layout.SIM_DIR:
+        return "sidecar"
+    if name.endswith(".parquet"):
+        return "parquet"
+    if layout.parse_frame_name(name) is not None or name.endswith(layout.TAR_SUFFIX):
+        return "images"
+    return "other"
+
+
+def provenance(sim: dict) -> dict[str, Any]:
+    """The provenance figures of a ``simulation:`` block (missing keys are None)."""
+    sha = sim.get("model_sha256")
+    gen = sim.get("generator") if isinstance(sim.get("generator"), dict) else {}
+    return {
+        "simulator": sim.get("simulator"),
+        "mujoco_version": sim.get("mujoco_version"),
+        "model_sha256": sha[:HASH_PREFIX] if isinstance(sha, str) else None,
+        "seed": sim.get("seed"),
+        "sigma_m": sim.get("sigma_m"),
+        "retry": sim.get("retry"),
+        "randomization": sim.get("randomization"),
+        "timestep_s": sim.get("timestep_s"),
+        "state_hz": sim.get("state_hz"),
+        "camera_hz": sim.get("camera_hz"),
+        "gl_renderer": sim.get("gl_renderer"),
+        "generator": {k: gen.get(k) for k in ("name", "version", "git_commit") if k in gen},
+    }
+
+
+# ------------------------------------------------------------------------------------ text
+def human_bytes(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"
+
+
+def _hz(v: float | None) -> str:
+    return "-" if v is None else f"{v:g} Hz"
+
+
+def _pct(rate: dict) -> str:
+    if not rate["count"]:
+        return "no episodes"
+    lo, hi = rate["wilson95"]
+    return (f"{rate['successes']}/{rate['count']} = {rate['success_rate']:.1%} "
+            f"(95% Wilson interval {lo:.1%}-{hi:.1%})")
+
+
+def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
+    """The human-readable report of :func:`dataset_info`."""
+    e = info["episodes"]
+    d = e["duration_s"]
+    lines = [f"{info['path']}: OpenArm dataset, layout {info['version']}"
+             + (" (simulated)" if info["simulated"] else " (recorded)")]
+    lines.append(f"episodes   {e['count']}, {d['total']:.1f} s in total; per episode min {d['min']:.2f} s, "
+                 f"median {d['median']:.2f} s, max {d['max']:.2f} s")
+    lines.append(f"success    {_pct(e)}")
+    if len(info["tasks"]) > 1:
+        for t in info["tasks"]:
+            lines.append(f"  task {t['index']}: {_pct(t)}  {t['prompt']!r}")
+    elif info["tasks"]:
+        lines.append(f"task       {info['tasks'][0]['prompt']!r}")
+    v = e["valid"]
+    when = v["validated_at"]
+    written = "" if not when else (f", written {when[0]}" if when[0] == when[1] else f", written {when[0]} .. {when[1]}")
+    lines.append(f"valid      {v['true']} valid, {v['false']} invalid, {v['unset']} not validated{written}")
+    lines.append("streams")
+    for s in info["streams"]:
+        lines.append(f"  {s['kind']:<6} {s['prefix']:<12} {'/'.join(s['attributes']):<22} "
+                     f"{s['rows']:>9} rows x {len(s['columns'])}  declared {_hz(s['declared_hz'])}, "
+                     f"measured {_hz(None if s['measured_hz'] is None else round(s['measured_hz'], 2))}")
+    lines.append("cameras" if info["cameras"] else "cameras    none")
+    for c in info["cameras"]:
+        size = f"{c['size'][0]}x{c['size'][1]}" if c["size"] else "sizes " + ", ".join(f"{w}x{h}" for w, h in c["sizes"])
+        fpe = c["frames_per_episode"]
+        lines.append(f"  {c['name']:<12} {size:<9} {c['format']:<4} {c['frames']:>7} frames "
+                     f"({fpe['min']}-{fpe['max']} per episode)  declared {_hz(c['declared_hz'])}, "
+                     f"measured {_hz(None if c['measured_hz'] is None else round(c['measured_hz'], 2))}")
+    b = info["disk_bytes"]
+    lines.append("disk       " + ", ".join(f"{k} {human_bytes(b[k])}" for k in ("parquet", "images", "sidecar", "metadata", "other"))
+                 + f"; total {human_bytes(b['total'])}")
+    p = info["provenance"]
+    if p:
+        rnd = f", randomization {p['randomization']}" if p.get("randomization") is not None else ""
+        gen = p.get("generator") or {}
+        lines.append(f"provenance {p['simulator']} {p['mujoco_version']}, model {p['model_sha256']}, seed {p['seed']}, "
+                     f"sigma {p['sigma_m']} m, retry {p['retry']}{rnd}; timestep {p['timestep_s']} s; "
+                     f"{gen.get('name', '?')} {gen.get('version', '?')}; GL {p['gl_renderer']}")
+    if per_episode:
+        lines.append("per episode")
+        for ep in e["per_episode"]:
+            lines.append(f"  {ep['id']:>6}  {ep['duration_s']:7.2f} s  success {ep['success']!s:<5}  valid {ep['valid']!s:<5}"
+                         + (f"  {ep['outcome']}" if "outcome" in ep else ""))
+    return "\n".join(lines)
