@@ -56,3 +56,25 @@ def test_projection_convention(setup):
     iu, iv = int(round(u)), int(round(v))
     assert out["labels"][iv, iu] == 4
     assert abs(out["depth"][iv, iu] - cv[2]) < 0.01
+
+
+def test_labels_from_the_depth_pass_equal_a_separate_segmentation_pass(setup, monkeypatch):
+    """Labels are read from the colour buffer of the depth pass (one scene draw fewer per camera); they
+    and the depth must equal mujoco.Renderer's own separate depth and segmentation passes exactly."""
+    model, data, r = setup
+    assert r._shared_pass
+    d = mujoco.MjData(model)
+    d.qpos[:], d.qvel[:] = data.qpos, data.qvel
+    compared = set()
+    for k in range(4):  # the arm sweeping over the table: robot, cubes, tray, table, floor in view
+        d.qpos[model.jnt_qposadr[model.joint("robot/openarm_right_joint1").id]] += 0.2 * k
+        mujoco.mj_forward(model, d)
+        for cam in r.cameras:
+            shared = r.render(d, cam)
+            with monkeypatch.context() as m:
+                m.setattr(type(r), "_shared_pass", property(lambda self: False))
+                separate = r.render(d, cam)
+            for key in ("rgb", "depth", "labels"):
+                assert np.array_equal(shared[key], separate[key]), (k, cam, key)
+            compared |= set(np.unique(shared["labels"]).tolist())
+    assert {2, 3, 4, 7} <= compared, compared

@@ -84,6 +84,11 @@ class SimRenderer:
             r.enable_depth_rendering()
             out["depth"] = r.render().astype(np.float32, copy=True)
             r.disable_depth_rendering()
+            if labels and self._shared_pass:
+                # mujoco.Renderer draws depth with the segmentation flags on: the colour buffer of that
+                # same pass holds the segmentation ids, so read it instead of drawing the scene again
+                out["labels"] = self._lut[self._geom_ids_of_last_pass()]
+                return out
         if labels:
             r.enable_segmentation_rendering()
             seg = r.render()
@@ -91,6 +96,29 @@ class SimRenderer:
             ids = np.where(seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM), seg[..., 0], -1)
             out["labels"] = self._lut[ids]
         return out
+
+    @property
+    def _shared_pass(self) -> bool:
+        """Whether labels can be read from the depth pass (needs the Renderer internals it relies on)."""
+        return all(hasattr(self.renderer, a) for a in ("_rect", "_mjr_context", "_scene", "_gl_context"))
+
+    def _geom_ids_of_last_pass(self) -> np.ndarray:
+        """(H, W) geom id under each pixel (-1: none) from the colour buffer of the last segmentation-
+        flagged pass, decoded as mujoco.Renderer's segmentation mode does (segid + 1 in RGB)."""
+        r = self.renderer
+        if r._gl_context:
+            r._gl_context.make_current()
+        buf = np.empty((self.height, self.width, 3), dtype=np.uint8)
+        mujoco.mjr_readPixels(buf, None, r._rect, r._mjr_context)
+        if r._gl_context:  # EGL/OSMesa/GLFW images are upside down
+            buf = buf[::-1]
+        segid = buf[..., 0].astype(np.int32) | (buf[..., 1].astype(np.int32) << 8) | (buf[..., 2].astype(np.int32) << 16)
+        scene = r._scene
+        lut = np.full(scene.ngeom + 2, -1, dtype=np.int32)
+        for g in scene.geoms[:scene.ngeom]:
+            if g.segid != -1 and g.objtype == int(mujoco.mjtObj.mjOBJ_GEOM):
+                lut[g.segid + 1] = g.objid
+        return lut[np.minimum(segid, scene.ngeom + 1)]
 
     def render_all(self, data: mujoco.MjData) -> Dict[str, Dict[str, np.ndarray]]:
         """Render every configured camera: ``{camera: {"rgb", "depth", "labels"}}``."""
