@@ -77,6 +77,16 @@ def escaped(tmp_path: Path) -> list[str]:
     return found
 
 
+@pytest.fixture
+def box(tmp_path) -> Path:
+    """The case's own folder, one level below the test's tmp_path: the escape scan of its parent (where
+    a ``../`` one level too far would land) then covers this test's files only, not every earlier
+    test's folder in the session's temporary root (which made the scan grow with the run)."""
+    d = tmp_path / "box"
+    d.mkdir()
+    return d
+
+
 def make_case(request, case: Case, tmp_path: Path) -> Path:
     # nested, so that "../" names would land inside tmp_path (and be seen)
     return case.make(bases(request, case), tmp_path / "in" / "a" / "b" / "c" / "ds")
@@ -84,19 +94,19 @@ def make_case(request, case: Case, tmp_path: Path) -> Path:
 
 # ---------------------------------------------------------------------------------------- library
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_library_refuses_naming_the_file(request, case, tmp_path, monkeypatch):
-    root = make_case(request, case, tmp_path)
-    work = tmp_path / "cwd"
+def test_library_refuses_naming_the_file(request, case, box, monkeypatch):
+    root = make_case(request, case, box)
+    work = box / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)
-    before = snapshot(tmp_path / "in")
+    before = snapshot(box / "in")
     with pytest.raises(DOCUMENTED) as err:
         read_all(root)
     assert isinstance(err.value, case.error), (type(err.value).__name__, str(err.value))
     assert str(expected_file(case, root)) in str(err.value), str(err.value)
     assert "\n" not in str(err.value)
-    assert snapshot(tmp_path / "in") == before
-    assert list(work.iterdir()) == [] and escaped(tmp_path) == []
+    assert snapshot(box / "in") == before
+    assert list(work.iterdir()) == [] and escaped(box) == []
 
 
 # ------------------------------------------------------------------------------------------- CLIs
@@ -133,17 +143,17 @@ def _allowed_change(case: Case, tmp_path: Path, before: dict, after: dict, codes
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_clis_refuse_in_one_line(request, case, tmp_path, monkeypatch, capsys):
+def test_clis_refuse_in_one_line(request, case, box, monkeypatch, capsys):
     from openarm_sim_dataset.cli import convert, sample, validate
 
-    root = make_case(request, case, tmp_path)
-    (tmp_path / "out").mkdir()
-    out = tmp_path / "out" / "converted"
-    work = tmp_path / "cwd"
+    root = make_case(request, case, box)
+    (box / "out").mkdir()
+    out = box / "out" / "converted"
+    work = box / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)
     mains = {"validate": validate.main, "sample": sample.main, "convert": convert.main}
-    before = snapshot(tmp_path)
+    before = snapshot(box)
     codes = {}
     for (name, _prog, argv), want in zip(_cli_argv(root, out), EXIT[case.level]):
         code = mains[name](argv)
@@ -155,8 +165,8 @@ def test_clis_refuse_in_one_line(request, case, tmp_path, monkeypatch, capsys):
     else:  # carried verbatim: the copy is flagged by validate just like its input
         assert validate.main([str(out), "--no-update-metadata"]) == 1
         capsys.readouterr()
-    _allowed_change(case, tmp_path, before, snapshot(tmp_path), codes)
-    assert list(work.iterdir()) == [] and escaped(tmp_path) == []
+    _allowed_change(case, box, before, snapshot(box), codes)
+    assert list(work.iterdir()) == [] and escaped(box) == []
 
 
 def _subprocess_cases() -> list[Case]:
@@ -183,16 +193,16 @@ def _slow_cases(per_family: int = 6) -> list[Case]:
 SUB_SLOW = _slow_cases()
 
 
-def _run_subprocess_case(request, case: Case, tmp_path: Path) -> None:
-    root = make_case(request, case, tmp_path)
-    (tmp_path / "out").mkdir()
-    out = tmp_path / "out" / "converted"
-    work, home, tmpdir = tmp_path / "cwd", tmp_path / "home", tmp_path / "tmpdir"
+def _run_subprocess_case(request, case: Case, box: Path) -> None:
+    root = make_case(request, case, box)
+    (box / "out").mkdir()
+    out = box / "out" / "converted"
+    work, home, tmpdir = box / "cwd", box / "home", box / "tmpdir"
     for d in (work, home, tmpdir):
         d.mkdir()
     env = dict(os.environ, HOME=str(home), TMPDIR=str(tmpdir), PYTHONPATH=str(REPO), MUJOCO_GL="egl",
                PYTHONDONTWRITEBYTECODE="1")
-    before, src = snapshot(tmp_path), source_hash()
+    before, src = snapshot(box), source_hash()
     codes = {}
     for (name, _prog, argv), want in zip(_cli_argv(root, out), EXIT[case.level]):
         r = subprocess.run([sys.executable, "-m", f"openarm_sim_dataset.cli.{name}", *argv], cwd=work, env=env,
@@ -201,27 +211,27 @@ def _run_subprocess_case(request, case: Case, tmp_path: Path) -> None:
         codes[name] = r.returncode
     if codes["convert"] != 0:
         assert not out.exists()
-    after = snapshot(tmp_path)
+    after = snapshot(box)
     for d in ("cwd", "home", "tmpdir"):
         after = {k: v for k, v in after.items() if k != d}
         before = {k: v for k, v in before.items() if k != d}
-    _allowed_change(case, tmp_path, before, after, codes)
+    _allowed_change(case, box, before, after, codes)
     for d in (work, home, tmpdir):
         assert list(d.iterdir()) == [], (d, list(d.iterdir()))
-    assert escaped(tmp_path) == []
+    assert escaped(box) == []
     # (a concurrent editor of the working tree would show up here too: the message names the file)
     assert changed_sources(src) == []
 
 
 @pytest.mark.parametrize("case", SUB_FAST, ids=[c.id for c in SUB_FAST])
-def test_cli_subprocess_one_per_family(request, case, tmp_path):
-    _run_subprocess_case(request, case, tmp_path)
+def test_cli_subprocess_one_per_family(request, case, box):
+    _run_subprocess_case(request, case, box)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", SUB_SLOW, ids=[c.id for c in SUB_SLOW])
-def test_cli_subprocess_every_case(request, case, tmp_path):
-    _run_subprocess_case(request, case, tmp_path)
+def test_cli_subprocess_every_case(request, case, box):
+    _run_subprocess_case(request, case, box)
 
 
 # -------------------------------------------------------------------------------- accepted inputs
