@@ -118,6 +118,24 @@ def shared_build(tmp_path_factory, name: str, build) -> Path:
     return root / "ds"
 
 
+#: The shared datasets, in the order the xdist workers build them at the start of a run.
+PREBUILT = ("generated", "tiny_generated")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prebuild_shared(request):
+    """Under pytest-xdist, worker k builds the k-th shared dataset the run needs before its first test,
+    so both cores build at once; otherwise a worker whose first test needs the dataset the other one is
+    building waits idle for it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker[2:].isdigit():
+        return
+    needed = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    todo = [name for name in PREBUILT if name in needed]
+    if int(worker[2:]) < len(todo):
+        request.getfixturevalue(todo[int(worker[2:])])
+
+
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory) -> Path:
     """A simulated dataset of two episodes (SMALL), generated once per test run (never modify it)."""
@@ -134,6 +152,14 @@ def generated(tmp_path_factory) -> Path:
 #: Tiny generation settings for tests that run dataset-generate as a process (kill, lock, resume): what
 #: they test is the commit protocol, so one 32x24 camera at 2.5 Hz (rendering is most of the cost).
 TINY = ["--seed", "10", "--size", "32x24", "--camera-hz", "2.5", "--cameras", "head", "--quiet"]
+
+
+def tiny_config():
+    """The GenerateConfig that ``dataset-generate`` builds from :data:`TINY` (for in-process runs that
+    must equal the tiny subprocess generation file for file)."""
+    from openarm_sim_dataset.cli import generate as cli
+
+    return cli.config_from_args(cli._parser().parse_args(["--out", "unused", "--episodes", "1", *TINY]))
 
 
 def generate_cmd(out: Path, episodes: int = 2, *extra: str) -> list[str]:

@@ -144,18 +144,12 @@ def test_refusals_are_one_line(tmp_path):
     assert "LeRobot formats only" in r.stderr
 
 
-def test_simulation_sidecars_are_kept(tmp_path):
-    pytest.importorskip("mujoco")
-    from openarm_sim_dataset.sim.generate import GenerateConfig, generate
-    from openarm_sim_dataset.sim.recorder import RecordConfig
-    from openarm_sim_dataset.sim.scene import SceneConfig
-
-    src = tmp_path / "gen"
-    generate(src, range(1), GenerateConfig(seed=3, scene=SceneConfig(width=32, height=24), record=RecordConfig(camera_hz=5.0)))
+def test_simulation_sidecars_are_kept(generated, tmp_path):
+    src = generated
     cli(src, tmp_path / "out", "--camera-format", "tar", "-q")
     a, b = tree_hashes(src), tree_hashes(tmp_path / "out")
     sims = [k for k in a if "/sim/" in k]
-    assert len(sims) == 2 and all(a[k] == b[k] for k in sims)
+    assert len(sims) == 4 and all(a[k] == b[k] for k in sims)
     assert Dataset(tmp_path / "out").meta.simulation == Dataset(src).meta.simulation
     s1, s2 = next(Dataset(src).sample(5)), next(Dataset(tmp_path / "out").sample(5))
     np.testing.assert_array_equal(s1.sim["object_pose"], s2.sim["object_pose"])

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import CLI_ARGS, REPO, SMALL, SUBPROCESS_ENV, assert_reads_like_reference, generate_cmd, tree_bytes
+from conftest import CLI_ARGS, REPO, SMALL, SUBPROCESS_ENV, assert_reads_like_reference, generate_cmd, tiny_config, tree_bytes
 from openarm_sim_dataset import Dataset
 
 pytest.importorskip("mujoco")
@@ -75,10 +75,11 @@ def test_replay_is_bit_exact_and_resume_needs_the_full_state(generated):
     assert not naive.ok and naive.max_qpos_diff > 0
 
 
-def test_regeneration_is_identical_file_for_file(generated, tmp_path):
-    summary = generate(tmp_path / "again", range(1, 2), SMALL)
+def test_regeneration_is_identical_file_for_file(tiny_generated, tmp_path):
+    """Episode 1 generated again, alone and in this process, equals the one the tiny CLI run made."""
+    summary = generate(tmp_path / "again", range(1, 2), tiny_config())
     assert summary.made == 1
-    a = {k: v for k, v in tree_bytes(generated).items() if k.startswith("episodes/1/")}
+    a = {k: v for k, v in tree_bytes(tiny_generated["path"]).items() if k.startswith("episodes/1/")}
     b = tree_bytes(tmp_path / "again")
     assert a.keys() == b.keys() and len(a) > 10
     assert [k for k in a if a[k] != b[k]] == []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SMALL, assert_reads_like_reference, fixture_path, run_cli, tree_hashes
+from conftest import REPO, assert_reads_like_reference, tiny_config, fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
@@ -37,13 +37,13 @@ def edit_meta(root: Path, fn) -> None:
 
 
 @pytest.fixture(scope="module")
-def gen(tmp_path_factory, generated) -> dict[str, Path]:
-    """Shards A (episode 0) and B (episode 1) generated apart; ``whole``: the session's one generation
-    of episodes 0-1 with the same settings (conftest.SMALL)."""
+def gen(tmp_path_factory, tiny_generated) -> dict[str, Path]:
+    """Shards A (episode 0) and B (episode 1) generated apart, in this process; ``whole``: the session's
+    one generation of episodes 0-1 with the same settings by dataset-generate (conftest.TINY)."""
     base = tmp_path_factory.mktemp("merge_gen")
-    out = {"A": base / "A", "B": base / "B", "whole": generated}
-    generate(out["A"], range(0, 1), SMALL)
-    generate(out["B"], range(1, 2), SMALL)
+    out = {"A": base / "A", "B": base / "B", "whole": tiny_generated["path"]}
+    generate(out["A"], range(0, 1), tiny_config())
+    generate(out["B"], range(1, 2), tiny_config())
     return out
 
 

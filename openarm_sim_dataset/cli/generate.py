@@ -58,25 +58,34 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def config_from_args(args: argparse.Namespace):
+    """The :class:`~openarm_sim_dataset.sim.generate.GenerateConfig` these arguments ask for (rates are
+    checked here, before any work)."""
+    from ..sim.generate import GenerateConfig
+    from ..sim.recorder import RecordConfig
+    from ..sim.scene import SceneConfig
+
+    if args.sigma < 0 or args.workers < 1:
+        raise ValueError("--sigma must be >= 0 and --workers >= 1")
+    scene = SceneConfig(cameras=tuple(args.cameras), width=args.size[0], height=args.size[1],
+                        wrist_left="wrist_left" in args.cameras)
+    cfg = GenerateConfig(seed=args.seed, sigma=args.sigma, retry=args.retry, scene=scene,
+                         record=RecordConfig(state_hz=args.state_hz, camera_hz=args.camera_hz),
+                         camera_format=args.camera_format)
+    cfg.record.every(scene.timestep)
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..sim.generate import GenerateConfig, generate
-        from ..sim.recorder import RecordConfig
-        from ..sim.scene import SceneConfig
+        from ..sim.generate import generate
 
-        if args.sigma < 0 or args.workers < 1:
-            raise ValueError("--sigma must be >= 0 and --workers >= 1")
         indices = args.episode_range or range(args.episodes)
         if len(indices) == 0:
             raise ValueError("--episodes must be at least 1")
-        scene = SceneConfig(cameras=tuple(args.cameras), width=args.size[0], height=args.size[1],
-                            wrist_left="wrist_left" in args.cameras)
-        cfg = GenerateConfig(seed=args.seed, sigma=args.sigma, retry=args.retry, scene=scene,
-                             record=RecordConfig(state_hz=args.state_hz, camera_hz=args.camera_hz),
-                             camera_format=args.camera_format)
-        cfg.record.every(scene.timestep)  # rates checked before any work
+        cfg = config_from_args(args)
         bar = None
         if not args.quiet:
             from tqdm import tqdm
