@@ -149,6 +149,24 @@ def generated(tmp_path_factory) -> Path:
     return shared_build(tmp_path_factory, "generated", build)
 
 
+@pytest.fixture(scope="session")
+def generated_one(tmp_path_factory, generated) -> Path:
+    """Episode 0 of :func:`generated` alone, a valid simulated dataset: for tests that plant one fault in
+    episode 0 and run every check (the second episode would only double their work). Never modify it."""
+
+    def build(out: Path) -> None:
+        import shutil
+
+        from openarm_sim_dataset.metadata import Metadata
+
+        shutil.copytree(generated / "episodes" / "0", out / "episodes" / "0")
+        meta = Metadata.load(generated)
+        del meta.episodes[1:]
+        meta.write(out)
+
+    return shared_build(tmp_path_factory, "generated_one", build)
+
+
 #: Tiny generation settings for tests that run dataset-generate as a process (kill, lock, resume): what
 #: they test is the commit protocol, so one 32x24 camera at 2.5 Hz (rendering is most of the cost).
 TINY = ["--seed", "10", "--size", "32x24", "--camera-hz", "2.5", "--cameras", "head", "--quiet"]

@@ -29,7 +29,7 @@ def bases(request, case: Case) -> dict[str, Path]:
     b = {"dir": OWN_FIXTURES / "dataset_0.4.0", "tar": OWN_FIXTURES / "dataset_0.4.0_tar"}
     if case.base == "sim":
         pytest.importorskip("mujoco")
-        b["sim"] = request.getfixturevalue("generated")
+        b["sim"] = request.getfixturevalue("generated_one")  # faults are planted in episode 0
     return b
 
 

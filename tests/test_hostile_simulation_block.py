@@ -34,11 +34,11 @@ UNUSED = {"scene_cameras_int", "labels_weird", "asset_hash_list", "state_hz_nega
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
-def test_malformed_simulation_block(generated, tmp_path, monkeypatch, capsys, name):
+def test_malformed_simulation_block(generated_one, tmp_path, monkeypatch, capsys, name):
     from openarm_sim_dataset.cli import validate
 
     ds = tmp_path / "ds"
-    shutil.copytree(generated, ds)
+    shutil.copytree(generated_one, ds)
     doc = yaml.safe_load((ds / "metadata.yaml").read_text())
     MUTATIONS[name](doc)
     (ds / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
