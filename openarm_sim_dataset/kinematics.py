@@ -68,8 +68,11 @@ class ArmKinematics:
     """FK/IK for both OpenArm arms on the MuJoCo cell model (see the module docstring)."""
 
     def __init__(self, xml: str | None = None):
-        import mujoco
         import openarm_mujoco.v2 as om
+
+        from .gl import import_mujoco
+
+        mujoco = import_mujoco()
 
         self._mj = mujoco
         # the packaged cell model attaches with an empty prefix: MuJoCo's default handler would

@@ -1,4 +1,30 @@
-# Sourced by tools/*.sh: make .venv with the package installed (editable) and headless GL settings.
+# Sourced by tools/*.sh from the repository root: the system packages headless MuJoCo needs, then .venv
+# with the package installed (editable, test extras), then a 1x1 render to prove the GL stack works.
+# As root with apt-get (CI, a fresh container) missing packages are installed; otherwise one line names
+# the command to run and the script stops before any work.
+_env_missing() {
+  local pkgs=() p
+  command -v dpkg >/dev/null || return 0  # not Debian/Ubuntu: nothing we can check by package
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || pkgs+=("$p"); done
+  echo "${pkgs[@]}"
+}
+case "${MUJOCO_GL:-egl}" in
+  osmesa) _env_pkgs="$(_env_missing libosmesa6)" ;;
+  *) _env_pkgs="$(_env_missing libegl1 libegl-mesa0 libgl1-mesa-dri)" ;;
+esac
+python3 -c "import ensurepip, venv" 2>/dev/null || _env_pkgs="$_env_pkgs python3-venv"
+_env_pkgs="$(echo $_env_pkgs)"
+if [ -n "$_env_pkgs" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "tools/env.sh: installing $_env_pkgs (headless rendering / venv)" >&2
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $_env_pkgs >/dev/null
+  else
+    echo "tools/env.sh: missing system packages: $_env_pkgs; run: sudo apt-get install -y $_env_pkgs" >&2
+    return 1 2>/dev/null || exit 1
+  fi
+fi
 # (find_spec: checks the test extra, viz and rerun included, without paying their import time)
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun')))" 2>/dev/null; then
   python3 -m venv .venv
@@ -6,4 +32,14 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as 
   .venv/bin/python -m pip install -q -e '.[test]'
 fi
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
-export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-egl}"
+export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
+if ! _env_err="$(.venv/bin/python -c "from openarm_sim_dataset.gl import check_rendering as c
+from openarm_sim_dataset.errors import DatasetError
+try:
+    c()
+except DatasetError as e:
+    raise SystemExit(str(e))" 2>&1)"; then
+  echo "tools/env.sh: ${_env_err}" >&2
+  return 1 2>/dev/null || exit 1
+fi
+unset _env_pkgs _env_err

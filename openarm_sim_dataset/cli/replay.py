@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..validate.core import Context, Thresholds
 
         ds = Dataset(args.dataset)
+        if args.render:
+            from ..gl import check_rendering
+
+            check_rendering()
         sim = ds.meta.simulation
         if sim is None:
             raise DatasetError(ds.root / layout.METADATA_FILE, "has no simulation block: not a simulated dataset")

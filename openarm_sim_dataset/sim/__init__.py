@@ -9,9 +9,9 @@ Recorder entry points::
     from openarm_sim_dataset.sim import (SceneConfig, build_model, episode_params, run_episode,
                                          PickPlace, set_initial_state, SimRenderer, arm_index)
 """
-import os as _os
+from ..gl import import_mujoco as _import_mujoco
 
-_os.environ.setdefault("MUJOCO_GL", "egl")
+_import_mujoco()  # MUJOCO_GL=egl unless set; a missing GL stack is one line (RenderingUnavailable), not a traceback
 
 from .scene import (  # noqa: E402
     CUBE_NAMES, CUBE_SIZE, LABELS, REACH_NOTE, SIDES, ArmIndex, SceneConfig, arm_index, asset_hashes,

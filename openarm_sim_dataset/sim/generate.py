@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import __version__, layout, sidecar
 from ..errors import DatasetError
+from ..gl import check_rendering
 from ..metadata import Metadata
 from ..stats import wilson_interval
 from ..writer import commit_episode, remove_uncommitted
@@ -243,6 +244,7 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
              progress: Callable[[int, dict], None] | None = None) -> GenerateSummary:
     """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order."""
     out = Path(out)
+    check_rendering()  # a machine that cannot render fails here, before the output exists
     out.mkdir(parents=True, exist_ok=True)
     lock = _Lock(out)
     try:

@@ -135,6 +135,10 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
     ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
     table = list(FORM_CHECKS)
     if simulation and _is_simulated(ds):
+        from ..gl import check_rendering, import_mujoco
+
+        # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
+        check_rendering() if regenerate else import_mujoco()
         table += SIM_CHECKS
     rows = []
     for name, fn in table:

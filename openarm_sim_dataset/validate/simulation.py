@@ -12,6 +12,7 @@ import dataclasses
 import numpy as np
 
 from .. import layout, sidecar
+from ..gl import import_mujoco
 from .core import CheckFn, Context, Outcome
 
 
@@ -102,7 +103,7 @@ def check_sim_episodes(ctx: Context) -> Outcome:
 
 
 def check_sim_provenance(ctx: Context) -> Outcome:
-    import mujoco
+    mujoco = import_mujoco()
 
     from ..sim.replay import provenance_differences
 
@@ -116,7 +117,7 @@ def check_sim_provenance(ctx: Context) -> Outcome:
 
 
 def check_sim_schema(ctx: Context) -> Outcome:
-    import mujoco
+    mujoco = import_mujoco()
 
     m = model(ctx)
     cams = _cameras(ctx)
@@ -179,7 +180,7 @@ def check_sim_ranges(ctx: Context) -> Outcome:
 
 def _plane_heights(ctx: Context) -> dict[int, float]:
     """World z (m) of the floor plane (label 1) and the table top (label 2)."""
-    import mujoco
+    mujoco = import_mujoco()
 
     m = model(ctx)
     d = mujoco.MjData(m)
