@@ -9,12 +9,26 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+if "OPENARM_SIM_MODEL_CACHE" not in os.environ:
+    # one on-disk model cache per test run (sim/models.py), shared by its xdist workers and subprocesses
+    # (which inherit the environment); never the user's ~/.cache. Removed by pytest_unconfigure.
+    import tempfile
+
+    os.environ["OPENARM_SIM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="openarm-test-model-cache-")
+    os.environ["_OPENARM_TEST_MODEL_CACHE_OWNER"] = str(os.getpid())
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_FIXTURES = REPO / "tests" / "fixture"
 REF_FIXTURES = REPO.parent / "shared" / "fixtures" / "openarm_dataset"
 OWN_LAYOUTS = sorted(p.name for p in OWN_FIXTURES.iterdir() if p.is_dir())
 REF_LAYOUTS = sorted(p.name for p in REF_FIXTURES.iterdir() if p.is_dir()) if REF_FIXTURES.is_dir() else []
+
+
+def pytest_unconfigure(config):
+    if os.environ.get("_OPENARM_TEST_MODEL_CACHE_OWNER") == str(os.getpid()):
+        import shutil
+
+        shutil.rmtree(os.environ["OPENARM_SIM_MODEL_CACHE"], ignore_errors=True)
 
 
 def fixture_path(kind: str, name: str) -> Path:

@@ -95,3 +95,42 @@ def _hashes_of(root: Path) -> dict[str, str]:
 
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in root.rglob("*") if p.is_file()}
+
+
+def test_disk_cache_across_processes_is_verified_by_its_bytes(generated, tmp_path, monkeypatch):
+    """A fresh process loads the MJB written by another instead of compiling; a file whose bytes do not
+    hash to its name is never used; the loaded model replays a recorded episode bit for bit."""
+    from openarm_sim_dataset import sidecar
+    from openarm_sim_dataset.sim.replay import replay
+
+    monkeypatch.setenv("OPENARM_SIM_MODEL_CACHE", str(tmp_path / "cache"))
+    models.clear_cache()  # as a new process: nothing in memory
+    first = cached_model(SMALL.scene)
+    assert cache_info()["builds"] == 1 and cache_info()["disk_loads"] == 0
+    files = list((tmp_path / "cache").glob("*.mjb"))
+    assert len(files) == 1 and files[0].name.endswith(f"-{first.sha256}.mjb")
+    models.clear_cache()
+    again = cached_model(SMALL.scene)
+    assert cache_info()["builds"] == 0 and cache_info()["disk_loads"] == 1
+    assert again.sha256 == first.sha256 == scene.model_hash(again.model)
+    recorded = yaml.safe_load((generated / "metadata.yaml").read_text())["simulation"]["model_sha256"]
+    assert again.sha256 == recorded
+    model = load_model(SMALL.scene, recorded)
+    side = sidecar.load_npz(generated / "episodes/1/sim/sidecar.npz")
+    assert replay(model, side).ok and replay(model, side, from_frame=len(side["step"]) // 2).ok
+    # one flipped byte: the file is refused (and removed), the model compiled again and rewritten
+    data = bytearray(files[0].read_bytes())
+    data[len(data) // 2] ^= 0x01
+    files[0].write_bytes(bytes(data))
+    models.clear_cache()
+    rebuilt = cached_model(SMALL.scene)
+    assert cache_info()["builds"] == 1 and cache_info()["disk_loads"] == 0 and rebuilt.sha256 == first.sha256
+    assert [p.name for p in (tmp_path / "cache").glob("*.mjb")] == [files[0].name]
+    assert files[0].read_bytes() != bytes(data)
+    # switched off: nothing written
+    monkeypatch.setenv("OPENARM_SIM_MODEL_CACHE", "off")
+    models.clear_cache()
+    cached_model(type(SMALL.scene)(**{**{f: getattr(SMALL.scene, f) for f in SMALL.scene.__dataclass_fields__},
+                                     "table_height": 0.32}))
+    assert len(list((tmp_path / "cache").glob("*.mjb"))) == 1
+    models.clear_cache()
