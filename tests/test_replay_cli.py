@@ -74,5 +74,5 @@ def test_drift_is_reported_with_package_differences(generated, tmp_path):
     edit_sim(copy, numpy="1.0.0")
     r = run_cli("replay", copy, "--episode", "1", check=1)
     assert "first mismatch at frame" in r.stdout
-    assert "replay drifted" in r.stdout and "numpy 1.0.0 recorded" in r.stdout
+    assert "replay differs: states" in r.stdout and "numpy 1.0.0 recorded" in r.stdout
     assert not np.array_equal(side["physics_ctrl"], sidecar.load_npz(generated / "episodes/1/sim/sidecar.npz")["physics_ctrl"])
