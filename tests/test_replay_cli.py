@@ -35,6 +35,19 @@ def test_replay_exact_resume_and_rerender(generated):
         assert done == total, (key, r.stdout)
     r = run_cli("replay", generated, "--episode", "0", "--from-frame", "5")
     assert "from frame 5:" in r.stdout and "bit-exact" in r.stdout
+    assert "replay equal: states of 1 episode(s) as stored" in r.stdout
+
+
+def test_render_exits_1_on_a_stale_frame(generated, tmp_path):
+    """A JPEG replaced by the frame before it: states replay exactly, the images do not (exit 1)."""
+    from corrupt import STALE_FRAME, plant
+
+    copy = tmp_path / "copy"
+    plant(generated, copy, "stale_frame")
+    r = run_cli("replay", copy, "--episode", "0", "--render", check=1)
+    assert "largest difference qpos 0, qvel 0" in r.stdout
+    assert f"first differing frame: wrist_right #{STALE_FRAME}" in r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "replay differs: JPEG bytes (episode 0)"
 
 
 def test_refuses_across_provenance_mismatch_naming_it(generated, tmp_path):
