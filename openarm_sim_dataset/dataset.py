@@ -295,8 +295,9 @@ class Dataset:
 
     # ----------------------------------------------------------------- validation
     def validate(self, **options) -> list:
-        """Run the validation checks (see :func:`openarm_sim_dataset.validate.validate`) and return
-        their rows ``(check, passed, detail, episodes)``. Does not modify the dataset."""
+        """Run the validation checks (see :func:`openarm_sim_dataset.validate.validate`) and return a
+        ``Report``: rows ``(check, status pass|fail|skip, detail, episodes)`` with ``.counts`` of passed,
+        failed and skipped apart. Does not modify the dataset."""
         from .validate import validate
 
         return validate(self, **options)

@@ -36,6 +36,9 @@ STATE_FILE = "state.parquet"
 TAR_SUFFIX = ".tar"
 JPEG_SUFFIX = ".jpeg"
 SIM_DIR = "sim"  # per-episode folder for simulation-only files, never opened by openarm_dataset
+#: Per-episode integrity manifest (SHA-256 and size of every file of the episode; see ``manifest.py``),
+#: beside the streams, a path openarm_dataset never opens.
+MANIFEST_FILE = "manifest.sha256"
 
 KINDS = ("obs", "action")
 ARM_SIDES = ("right", "left")

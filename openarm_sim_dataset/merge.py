@@ -31,7 +31,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import layout
+from . import layout, manifest
 from .convert import metadata_0_4_0
 from .dataset import Dataset
 from .errors import DatasetError
@@ -164,23 +164,22 @@ def _transfer(src: Path, dest: Path, link: bool) -> None:
 
 
 def copy_episode_tree(src: Path, dest: Path, link: bool) -> None:
-    """Copy every file of a 0.4.0 episode folder (hidden leftovers skipped)."""
+    """Copy every file of a 0.4.0 episode folder (hidden leftovers skipped), then write the copy's
+    manifest; files the source's manifest records must match it (a changed file is refused)."""
     if os.path.islink(src) or not src.is_dir():
         raise MergeError(src, "episode folder is missing or is a symbolic link")
     for dirpath, dirnames, filenames in os.walk(src):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         rel = Path(dirpath).relative_to(src)
         for name in sorted(filenames):
-            if name.startswith("."):
+            if name.startswith(".") or (rel == Path(".") and name == layout.MANIFEST_FILE):
                 continue
             p = Path(dirpath) / name
             _transfer(p, dest / rel / name, link)
         for d in dirnames:
             if os.path.islink(Path(dirpath) / d):
                 raise MergeError(Path(dirpath) / d, "is a symbolic link (not merged)")
-
-
-    return True
+    manifest.write(dest, source=src)
 
 
 def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: bool = False,
@@ -222,9 +221,10 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
                     data = ds.episode_data(ep)
                     sim_files = data.files
                     data.files = {}
-                    write_episode_tree(dest, data, "dir")
+                    write_episode_tree(dest, data, "dir", with_manifest=False)
                     for rel, src in sim_files.items():
                         _transfer(Path(src), dest / rel, link)
+                    manifest.write(dest)
                 summary.episodes += 1
                 bar.update(1)
             meta = metadata_0_4_0(datasets[0])

@@ -9,6 +9,12 @@ types, timestamp unit; unrepaired nulls stay null) and is replaced atomically (t
 With an output folder, the input is left unchanged: the copy is built in a temporary folder from
 hard links of the input's files (copies across filesystems), each repaired file replaces its link
 by rename (never writing through it), and the folder is renamed into place.
+
+Integrity manifests (``manifest.sha256``) are rewritten only for what was repaired: the entry of each
+repaired file gets its new hash, every other entry stays as recorded (a file damaged before the
+repair still fails ``dataset-validate``'s ``integrity`` check). The manifest is updated before the
+file is replaced, so a repair killed in between is completed by running it again (the same bytes
+are written). An episode without a manifest gets none (repair did not write its other files).
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import layout
-from .atomic import TMP_PREFIX, atomic_write_with, remove_tree
+from . import layout, manifest
+from .atomic import TMP_PREFIX, atomic_write_bytes, remove_tree
 from .dataset import Dataset
 from .errors import StreamError
 from .report import Summary, progress
@@ -184,7 +190,13 @@ def repair(root: str | os.PathLike, out: str | os.PathLike | None = None, quiet:
             summary.frames += table.num_rows
             new, rep = repair_table(table, path, rel)
             if new is not None:
-                atomic_write_with(target / rel, lambda t, tb=new: pq.write_table(tb, t))
+                sink = pa.BufferOutputStream()
+                pq.write_table(new, sink)
+                data = sink.getvalue().to_pybytes()
+                parts = Path(rel).parts
+                if len(parts) > 2 and parts[0] == layout.EPISODES_DIR:
+                    manifest.update(target / parts[0] / parts[1], {Path(*parts[2:]).as_posix(): data})
+                atomic_write_bytes(target / rel, data)
             reports.append(rep)
             for line in rep.lines():
                 if on_line:

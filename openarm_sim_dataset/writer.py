@@ -2,6 +2,9 @@
 
 Commit protocol (as a teleop recorder does it): an episode is written into ``episodes/.tmp-<id>...``,
 fsynced, renamed to ``episodes/<id>``, and only then appended to ``metadata.yaml`` (atomically).
+Every episode tree ends with its integrity manifest (``manifest.sha256``: SHA-256 and size of every
+file, see :mod:`.manifest`), written inside the temporary folder, so it exists before the episode is
+renamed into place and listed.
 A process killed at any point leaves a dataset whose listed episodes are all complete; leftovers
 (temporary folders, or an episode folder renamed but never listed) are removed by
 :func:`remove_uncommitted` before the next run, and never consume an index.
@@ -19,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from . import layout
+from . import layout, manifest
 from .atomic import TMP_PREFIX, commit_dir, remove_stale_tmp, remove_tree, tmp_name
 from .camera import write_camera_dir, write_camera_tar
 from .errors import OutputExistsError
@@ -50,8 +53,9 @@ class EpisodeData:
     files: dict[str, bytes | Path] = field(default_factory=dict)
 
 
-def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "dir") -> None:
-    """Write an episode's files under ``ep_dir`` (a temporary folder: nothing here is atomic)."""
+def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "dir", with_manifest: bool = True) -> None:
+    """Write an episode's files under ``ep_dir`` (a temporary folder: nothing here is atomic), then its
+    manifest (``with_manifest=False``: the caller adds files and writes it with :func:`manifest.write`)."""
     if camera_format not in CAMERA_FORMATS:
         raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
     for kind, groups in (("obs", data.obs), ("action", data.action)):
@@ -84,6 +88,8 @@ def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "di
             shutil.copyfile(content, dest)
         else:
             dest.write_bytes(content)
+    if with_manifest:
+        manifest.write(ep_dir)
 
 
 def commit_episode(root: Path, meta: Metadata, entry: Mapping, data: EpisodeData, camera_format: str = "dir") -> None:

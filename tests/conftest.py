@@ -102,9 +102,9 @@ SMALL = _small_config()
 
 
 def tree_bytes(root: Path, skip=("metadata.yaml",)) -> dict[str, bytes]:
-    """Every file under ``root`` (except metadata.yaml and the lock) as bytes, by relative path."""
+    """Every file under ``root`` (except the names in ``skip``) as bytes, by relative path."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name not in skip and p.name != ".lock"}
+            if p.is_file() and p.name not in skip}
 
 
 def shared_build(tmp_path_factory, name: str, build) -> Path:

@@ -28,7 +28,16 @@ FAULTS = (
     "truncated_jpeg",
     "missing_episode",
     "unlisted_half_written",
+    "stale_frame",
+    "jpeg_byte_flip",
+    "file_added",
+    "frozen_camera",
 )
+#: faults planted into a recorded dataset (``src`` is e.g. tests/fixture/dataset_0.4.0)
+RECORDED_FAULTS = ("frozen_camera_recorded",)
+
+#: the frame of episode 0's wrist camera replaced by the one before it (the wrist moves there)
+STALE_FRAME = 12
 
 
 def _state_files(ep_dir: Path) -> list[Path]:
@@ -38,6 +47,22 @@ def _state_files(ep_dir: Path) -> list[Path]:
 def _drop_row(table: pa.Table, i: int) -> pa.Table:
     keep = np.r_[0:i, i + 1 : table.num_rows]
     return table.take(pa.array(keep))
+
+
+def _frames(cam_dir: Path) -> list[Path]:
+    return sorted(cam_dir.iterdir(), key=lambda p: int(p.stem))
+
+
+def flip_entropy_byte(data: bytes) -> bytes:
+    """One bit flipped in the middle of a JPEG's entropy-coded scan data: it still decodes (bit rot),
+    with wrong pixels. Bytes that are or would become 0xFF (markers) are avoided."""
+    sos = data.index(b"\xff\xda")
+    header_len = int.from_bytes(data[sos + 2 : sos + 4], "big")
+    start, end = sos + 2 + header_len, data.rindex(b"\xff\xd9")
+    i = (start + end) // 2
+    while data[i] in (0xFF, 0xFE) or data[i - 1] == 0xFF:
+        i += 1
+    return data[:i] + bytes([data[i] ^ 0x10]) + data[i + 1 :]
 
 
 def plant(src: Path, dst: Path, fault: str) -> str:
@@ -105,4 +130,26 @@ def plant(src: Path, dst: Path, fault: str) -> str:
         half = eps / "2"
         shutil.copytree(eps / "0" / "obs", half / "obs")  # killed after obs, before cameras and metadata
         return "2"
+    if fault == "stale_frame":  # a camera that delivered the previous frame again
+        frames = _frames(eps / "0/cameras/wrist_right")
+        frames[STALE_FRAME].write_bytes(frames[STALE_FRAME - 1].read_bytes())
+        return "0"
+    if fault == "jpeg_byte_flip":
+        f = _frames(eps / "1/cameras/head")[8]
+        f.write_bytes(flip_entropy_byte(f.read_bytes()))
+        return "1"
+    if fault == "file_added":
+        (eps / "1/cameras/notes.txt").write_text("added by hand\n")
+        return "1"
+    if fault == "frozen_camera":  # 7 frames at 5 Hz (1.2 s) show frame 10's image while the arm moves
+        frames = _frames(eps / "1/cameras/wrist_right")
+        for f in frames[11:17]:
+            f.write_bytes(frames[10].read_bytes())
+        return "1"
+    if fault == "frozen_camera_recorded":  # recorded fixture (30 Hz, 0.37 s): frames 2..11 all show frame 2
+        cam = eps / "0/cameras/head"
+        frames = _frames(cam)
+        for f in frames[3:]:
+            f.write_bytes(frames[2].read_bytes())
+        return "0"
     raise ValueError(f"unknown fault {fault!r}")

@@ -1,5 +1,5 @@
 """Concurrent writers on one output: a second dataset-generate refuses with a clear one-line message
-while the first runs; the lock (``flock`` on ``<out>/.lock``) dies with its holder, so a SIGKILLed
+while the first runs; the lock (``flock`` on ``<parent>/.<out>.lock``, beside the output) dies with its holder, so a SIGKILLed
 writer never leaves an output locked; two generators started at once cooperate (one works, the other
 refuses or finds everything done) and the result equals an uninterrupted run."""
 
@@ -17,6 +17,7 @@ import pytest
 from conftest import SUBPROCESS_ENV as ENV
 from conftest import generate_cmd as gen
 from conftest import tree_bytes
+from openarm_sim_dataset.sim.generate import lock_path
 
 pytest.importorskip("mujoco")
 
@@ -46,10 +47,12 @@ def test_second_writer_refused_and_dead_holder_does_not_block(reference, tmp_pat
     assert str(out) in second.stderr
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    assert (out / ".lock").exists()  # the file stays; the kernel released the lock with its holder
+    assert lock_path(out).exists()  # the file stays beside the output; the kernel released the lock
+    assert not (out / ".lock").exists()
     third = run(gen(out), tmp_path)
     assert third.returncode == 0, third.stderr
-    assert tree_bytes(out) == tree_bytes(reference)
+    assert not lock_path(out).exists()  # removed by the holder that finished
+    assert tree_bytes(out, skip=()) == tree_bytes(reference, skip=())  # nothing excluded
 
 
 def test_stale_lock_file_with_dead_pid_is_not_stuck(reference, tmp_path):
@@ -57,10 +60,12 @@ def test_stale_lock_file_with_dead_pid_is_not_stuck(reference, tmp_path):
     out.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (out / ".lock").write_text(f"{dead.pid}\n")  # what a killed holder leaves behind
+    lock_path(out).write_text(f"{dead.pid}\n")  # what a killed holder leaves behind
+    (out / ".lock").write_text(f"{dead.pid}\n")  # and what versions that locked inside the output left
     r = run(gen(out), tmp_path)
     assert r.returncode == 0, r.stderr
-    assert tree_bytes(out) == tree_bytes(reference)
+    assert not lock_path(out).exists() and not (out / ".lock").exists()
+    assert tree_bytes(out, skip=()) == tree_bytes(reference, skip=())  # nothing excluded
 
 
 def test_two_generators_started_together_cooperate(reference, tmp_path):
@@ -74,4 +79,4 @@ def test_two_generators_started_together_cooperate(reference, tmp_path):
         assert "Traceback" not in err
         if code == 2:
             assert err.count("\n") == 1 and "lock held" in err
-    assert tree_bytes(out) == tree_bytes(reference)
+    assert tree_bytes(out, skip=()) == tree_bytes(reference, skip=())  # nothing excluded

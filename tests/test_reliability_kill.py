@@ -167,7 +167,7 @@ def check_generate(out: Path, ref: dict) -> None:
         return
     meta = out / "metadata.yaml"
     if not meta.exists():
-        assert [p.name for p in final_files(out)] in ([], [".lock"]), final_files(out)
+        assert [p.name for p in final_files(out)] == [], final_files(out)
         return
     ds = Dataset(out)  # opens
     listed = ds.episode_ids
@@ -179,7 +179,7 @@ def check_generate(out: Path, ref: dict) -> None:
     ref_files = tree_bytes(ref["gen"])
     for p in final_files(out):
         rel = p.relative_to(out).as_posix()
-        if rel in ("metadata.yaml", ".lock"):
+        if rel == "metadata.yaml":
             continue
         # every file under a final name, listed or not (renamed, not yet listed), is complete
         assert rel in ref_files and p.read_bytes() == ref_files[rel], rel
@@ -310,7 +310,7 @@ def kill_validate(ref: dict, tmp_path: Path, kills: int, seed: int) -> None:
         seen["old" if now == ref["val_old"] else "new"] += 1
         Dataset(ds)  # opens
         assert tree_bytes(ds) == others
-        assert all(p.name.startswith(TMP_PREFIX) or p.name in ("metadata.yaml", ".lock") for p in ds.iterdir() if p.is_file())
+        assert all(p.name.startswith(TMP_PREFIX) or p.name == "metadata.yaml" for p in ds.iterdir() if p.is_file())
         r = subprocess.run(ref["val_cmd"](ds), cwd=ref["cwd"], env=ENV, capture_output=True, text=True, timeout=600)
         assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr
         assert (ds / "metadata.yaml").read_bytes() == ref["val_new"]

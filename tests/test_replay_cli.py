@@ -36,6 +36,19 @@ def test_replay_exact_resume_and_rerender(generated):
         assert done == total, (key, r.stdout)
     r = run_cli("replay", generated, "--episode", "0", "--from-frame", "5")
     assert "from frame 5:" in r.stdout and "bit-exact" in r.stdout
+    assert "replay equal: states of 1 episode(s) as stored" in r.stdout
+
+
+def test_render_exits_1_on_a_stale_frame(generated, tmp_path):
+    """A JPEG replaced by the frame before it: states replay exactly, the images do not (exit 1)."""
+    from corrupt import STALE_FRAME, plant
+
+    copy = tmp_path / "copy"
+    plant(generated, copy, "stale_frame")
+    r = run_cli("replay", copy, "--episode", "0", "--render", check=1)
+    assert "largest difference qpos 0, qvel 0" in r.stdout
+    assert f"first differing frame: wrist_right #{STALE_FRAME}" in r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "replay differs: JPEG bytes (episode 0)"
 
 
 def test_refuses_across_provenance_mismatch_naming_it(generated, tmp_path):
@@ -75,5 +88,5 @@ def test_drift_is_reported_with_package_differences(generated, tmp_path):
     edit_sim(copy, numpy="1.0.0")
     r = run_cli("replay", copy, "--episode", "1", check=1)
     assert "first mismatch at frame" in r.stdout
-    assert "replay drifted" in r.stdout and "numpy 1.0.0 recorded" in r.stdout
+    assert "replay differs: states" in r.stdout and "numpy 1.0.0 recorded" in r.stdout
     assert not np.array_equal(side["physics_ctrl"], sidecar.load_npz(generated / "episodes/1/sim/sidecar.npz")["physics_ctrl"])

@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from conftest import OWN_FIXTURES, REF_FIXTURES, run_cli, run_cli_process
-from corrupt import FAULTS, plant
+from corrupt import FAULTS, STALE_FRAME, plant
 from openarm_sim_dataset import Dataset
-from openarm_sim_dataset.validate import Thresholds, valid_flags
+from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS, Thresholds, valid_flags
+from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
 
 pytest.importorskip("mujoco")
 
@@ -26,7 +27,15 @@ EXPECTED = {
     "truncated_jpeg": "jpeg_frames",
     "missing_episode": "episode_folders",
     "unlisted_half_written": "episode_folders",
+    "stale_frame": "sim_render",
+    "jpeg_byte_flip": "sim_render",
+    "file_added": "integrity",
+    "frozen_camera": "camera_frozen",
 }
+#: faults that change an episode's files after its manifest was written
+INTEGRITY_FAULTS = {"drop_frame", "depth_in_mm", "frozen_wrist_pose", "action_shift", "nan_qpos",
+                    "null_qpos_no_statistics", "truncated_jpeg", "stale_frame", "jpeg_byte_flip", "file_added",
+                    "frozen_camera"}
 #: faults that only a check of meaning can see: the schema checks must pass on them
 SCHEMA_BLIND = {"depth_in_mm", "frozen_wrist_pose", "action_shift"}
 SCHEMA_CHECKS = ("parquet_schema", "sim_schema", "sim_ranges")
@@ -43,13 +52,21 @@ def test_clean_dataset_passes_every_check(generated):
     assert set(EXPECTED.values()) <= set(rows)
     # figures are reported
     assert "cube-frames" in rows["sim_reprojection"].detail and "bit-exact" in rows["sim_replay"].detail
+    assert rows["integrity"].passed and rows["camera_frozen"].passed and rows["camera_rate"].passed
+    assert "136/136 JPEG bytes identical" in rows["sim_render"].detail and "exact JPEG bytes" in rows["sim_render"].detail
+    # skips are rows of their own, never passes
+    assert {k for k, r in rows.items() if r.skipped} == {"pose_quaternions", "sim_regenerate"}
+    assert all(not r.passed for r in rows.values() if r.skipped)
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
     copy = tmp_path / "copy"
     episode = plant(generated, copy, fault)
-    rows = rows_by_name(copy)
+    # sim_render re-renders frames (seconds): only where it is the check that knows the fault, and every
+    # 4th frame (the faults sit on frames 8 and 12; the clean test renders every frame)
+    names = [n for n, _ in FORM_CHECKS + CAMERA_CHECKS + SIM_CHECKS if n != "sim_render" or EXPECTED[fault] == "sim_render"]
+    rows = rows_by_name(copy, checks=names, thresholds=Thresholds(sim_render_stride=4))
     row = rows[EXPECTED[fault]]
     assert not row.passed, (fault, row)
     if fault not in ("model_changed", "unlisted_half_written"):
@@ -61,6 +78,54 @@ def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
         assert not rows["sim_wrist_projection"].passed
     if fault == "model_changed":
         assert "model hash" in row.detail and not rows["sim_replay"].passed
+    assert rows["integrity"].failed == (fault in INTEGRITY_FAULTS), (fault, rows["integrity"].detail)
+    if fault in ("stale_frame", "jpeg_byte_flip"):  # the frames still decode: only the pixels and bytes tell
+        assert rows["jpeg_frames"].passed and rows["camera_frozen"].passed
+        assert "re-encoded render differs from the stored JPEG" in row.detail and " (t=" in row.detail
+    if fault == "stale_frame":
+        assert f"camera wrist_right frame {STALE_FRAME} " in row.detail
+    if fault == "file_added":
+        assert "episodes/1/cameras/notes.txt extra" in row.detail
+    if fault == "frozen_camera":
+        assert "frames 10..16 byte-identical for 1.20 s" in row.detail and "wrist_right" in row.detail
+
+
+def test_sim_render_on_another_renderer_is_approximate(generated, tmp_path):
+    """A GL renderer other than the recorded one: pixels compared with the PSNR floor, said to be approximate."""
+    copy = tmp_path / "copy"
+    plant(generated, copy, "stale_frame")
+    doc = yaml.safe_load((copy / "metadata.yaml").read_text())
+    doc["simulation"]["gl_renderer"] = "another GL implementation"
+    (copy / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    th = Thresholds(sim_render_stride=STALE_FRAME)  # frames 0 and 12 of each episode
+    row = rows_by_name(copy, checks=["sim_render"], thresholds=th, episodes=["0"])["sim_render"]
+    assert row.failed and "approximate, the renderer differs" in row.detail and "below 25 dB" in row.detail
+    assert f"frame {STALE_FRAME} " in row.detail and "every 12th" in row.detail
+    row = rows_by_name(copy, checks=["sim_render"], thresholds=th, episodes=["1"])["sim_render"]
+    assert row.passed and "approximate" in row.detail and "lowest PSNR" in row.detail
+
+
+def test_summary_counts_skips_apart_strict_and_quick(generated, capsys):
+    from openarm_sim_dataset.cli import validate as cli
+
+    code = cli.main([str(generated), "--no-update-metadata", "--quick", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    names = [r["check"] for r in doc["rows"]]
+    assert code == 0 and names == [n for n, _ in FORM_CHECKS] and "integrity" in names
+    assert doc["checks"] == {"passed": len(names) - 1, "failed": 0, "skipped": 1}
+    assert [r["status"] for r in doc["rows"] if r["check"] == "pose_quaternions"] == ["skip"]
+    # a recorded fixture has no manifests (another tool wrote it): integrity is a skip, counted apart
+    fixture = str(OWN_FIXTURES / "dataset_0.4.0")
+    assert cli.main([fixture, "--no-update-metadata", "--checks", "integrity", "nulls"]) == 0
+    out = capsys.readouterr().out
+    assert "[skip] integrity" in out and "valid (1 passed, 0 failed, 1 skipped of 2 checks, 2/2 episodes valid)" in out
+    assert Dataset(fixture).validate(checks=["integrity", "nulls"]).counts == {"passed": 1, "failed": 0, "skipped": 1}
+    # --strict: a skip of a check that applies is a failure; one that does not apply stays a skip
+    assert cli.main([fixture, "--no-update-metadata", "--checks", "integrity", "nulls", "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] integrity" in out and "skipped, a failure under strict" in out and "(1 passed, 1 failed, 0 skipped" in out
+    assert cli.main([str(generated), "--no-update-metadata", "--checks", "pose_quaternions", "sim_regenerate", "--strict"]) == 0
+    assert "(0 passed, 0 failed, 2 skipped of 2 checks" in capsys.readouterr().out
 
 
 def test_reference_validate_misses_null_without_statistics(generated, tmp_path):
@@ -76,7 +141,7 @@ def test_cli_table_json_flags_and_exit_codes(generated, tmp_path):
     copy = tmp_path / "copy"
     plant(generated, copy, "action_shift")
     before = (copy / "metadata.yaml").read_bytes()
-    r = run_cli("validate", copy, "--no-update-metadata", check=1)
+    r = run_cli("validate", copy, "--no-update-metadata", "--sim-render-stride", "17", check=1)
     assert "[FAIL] sim_streams_agree" in r.stdout and "[pass] sim_replay" in r.stdout
     assert (copy / "metadata.yaml").read_bytes() == before
     r = run_cli("validate", copy, "--json", "--checks", "nulls", "sim_streams_agree", check=None)
@@ -113,6 +178,43 @@ def test_reference_fixture_findings():
     rows = {r.check: r for r in ds.validate()}
     assert not rows["timestamps"].passed and "dropped-sample gaps" in rows["timestamps"].detail
     assert valid_flags(ds, list(rows.values())) == {"0": False, "3": False}
+
+
+@pytest.mark.parametrize("name", ["dataset_0.2.0", "dataset_0.3.0", "dataset_0.1.0", "dataset_unversioned"])
+def test_reference_fixture_camera_findings(name):
+    """The reference fixtures' cameras: episode 0's frames come at irregular intervals (9-11 ms, then
+    33 ms: a median of ~21 ms where 30.3 Hz is declared, or a gap against the median where no rate is
+    declared) — findings, reported as such; no camera is frozen (3 frames over 0.04-0.07 s, each
+    differing by ~59 grey levels); no manifest (another tool wrote them)."""
+    if not REF_FIXTURES.is_dir():
+        pytest.skip("../shared absent")
+    ds = Dataset(REF_FIXTURES / name)
+    rows = {r.check: r for r in ds.validate(checks=["camera_rate", "camera_frozen", "integrity"])}
+    assert rows["camera_rate"].failed and rows["camera_rate"].episodes == ["0"], rows["camera_rate"].detail
+    if ds.meta.frequency("cameras", "head") is None:  # intervals of 9.8 and 33 ms: a gap against their median
+        assert "without a declared rate" in rows["camera_rate"].detail and "gap(s)" in rows["camera_rate"].detail
+    else:
+        assert rows["camera_rate"].episodes == ["0"] and "median interval" in rows["camera_rate"].detail
+        assert "vs declared 33.000 ms" in rows["camera_rate"].detail
+    assert rows["camera_frozen"].passed and "longest unchanged run 0.00 s" in rows["camera_frozen"].detail
+    assert rows["integrity"].skipped
+
+
+def test_frozen_camera_in_a_recorded_fixture(tmp_path):
+    """A recorded 0.4.0 fixture (30 Hz, 0.37 s) whose head camera repeats frame 2 to the end: frozen
+    for 0.30 s while the arms move 0.26 rad; flagged with the threshold lowered below the run."""
+    copy = tmp_path / "copy"
+    episode = plant(OWN_FIXTURES / "dataset_0.4.0", copy, "frozen_camera_recorded")
+    th = Thresholds(frozen_seconds=0.25)
+    clean = rows_by_name(OWN_FIXTURES / "dataset_0.4.0", checks=["camera_frozen"], thresholds=th)["camera_frozen"]
+    assert clean.passed and not clean.skipped
+    row = rows_by_name(copy, checks=["camera_frozen"], thresholds=th)["camera_frozen"]
+    assert row.failed and row.episodes == [episode] and "camera head: frames 2..11 byte-identical" in row.detail
+    # the arms still: an unchanging image is what a working camera shows
+    still = rows_by_name(copy, checks=["camera_frozen"], thresholds=Thresholds(frozen_seconds=0.25, frozen_motion=1.0))
+    assert still["camera_frozen"].passed and "while the arms rest" in still["camera_frozen"].detail
+    # default threshold (1 s) is longer than the whole episode
+    assert rows_by_name(copy, checks=["camera_frozen"])["camera_frozen"].passed
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ import yaml
 from conftest import OWN_FIXTURES
 from openarm_sim_dataset import Dataset, sidecar
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS
+from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
 
 pytest.importorskip("mujoco")
 
@@ -85,6 +86,7 @@ FAULTS = {
     "episode_length": ("own", lambda r: truncate_streams(r, 10), "0"),
     "cameras_present": ("own", lambda r: [f.unlink() for f in (r / "episodes/0/cameras/head").iterdir()], "0"),
     "camera_span": ("own", lambda r: shift_camera(r, 10.0), "0"),
+    "camera_rate": ("own", lambda r: [f.unlink() for f in sorted((r / "episodes/0/cameras/head").iterdir())[4:6]], "0"),
     # simulation checks, on the generated dataset
     "sim_episodes": ("sim", lambda r: (r / "episodes/1/sim/sidecar.npz").unlink(), "1"),
     "sim_schema": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: s.pop("qvel")), "1"),
@@ -98,8 +100,9 @@ FAULTS = {
 
 def test_every_check_has_a_fault():
     covered_elsewhere = {"episode_folders", "nulls", "timestamps", "jpeg_frames", "sim_provenance", "sim_geometry",
-                         "sim_wrist_projection", "sim_streams_agree", "sim_regenerate"}  # test_validate.py
-    names = {n for n, _ in FORM_CHECKS + SIM_CHECKS}
+                         "sim_wrist_projection", "sim_streams_agree", "sim_regenerate",  # test_validate.py
+                         "integrity", "camera_frozen", "sim_render"}  # test_validate.py, test_integrity.py
+    names = {n for n, _ in FORM_CHECKS + CAMERA_CHECKS + SIM_CHECKS}
     assert names == set(FAULTS) | covered_elsewhere
 
 

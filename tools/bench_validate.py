@@ -1,13 +1,18 @@
-"""Benchmark physics replay (validation's sim_replay) against raw mj_step on the same model.
+"""Benchmark validation's costly checks against their floors, measured in the same run.
 
-    python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR]
+    python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR] [--only replay|render|integrity]
 
-Generates (or reuses under --data) a small simulated dataset, then in the same run measures:
-  * raw:    a Python loop of ``data.ctrl[:] = ctrl[s]; mujoco.mj_step(model, data)`` over the stored
-            commands (the floor: the same steps with no comparison),
-  * replay: ``openarm_sim_dataset.sim.replay.replay`` (the same steps plus bit-exact comparison of
-            qpos/qvel at every stored frame),
-and prints steps/s of both (medians of --repeats runs) and their ratio (target >= 0.7x).
+Generates (or reuses under --data) a small simulated dataset, then measures (medians of --repeats
+interleaved runs):
+  * replay:    ``sim.replay.replay`` (mj_step + bit-exact comparison of qpos/qvel at every frame) vs a
+               bare Python loop of ``data.ctrl[:] = ctrl[s]; mj_step`` over the same commands
+               (steps/s; target >= 0.7x);
+  * sim_render: the ``sim_render`` check (set state, render RGB, re-encode JPEG, compare bytes) vs
+               the bare render floor of the same frames (set state + RGB render only, same renderer);
+               cost ratio (target <= 1.2x);
+  * integrity: the ``integrity`` check (manifest read, stat, SHA-256 of every file in threads) vs
+               ``sha256sum`` over the same files (one process, as many paths per call as fit);
+               MB/s ratio (target >= 0.8x). Both read from the page cache (files read once before).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +36,8 @@ from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E
 from openarm_sim_dataset.sim.replay import replay  # noqa: E402
 from openarm_sim_dataset.validate.core import Context, Thresholds  # noqa: E402
 from openarm_sim_dataset.validate.simulation import model as stored_model  # noqa: E402
+from openarm_sim_dataset.validate import simulation as sim_checks  # noqa: E402
+from openarm_sim_dataset import manifest  # noqa: E402
 
 
 def raw_steps(model: mujoco.MjModel, side: dict) -> int:
@@ -42,17 +50,84 @@ def raw_steps(model: mujoco.MjModel, side: dict) -> int:
     return len(ctrl)
 
 
+def render_floor(r, sides: list[dict]) -> int:
+    """Set each stored frame state and render RGB of every camera: nothing else."""
+    data = mujoco.MjData(r.model)
+    n = 0
+    for side in sides:
+        for state in side["state"]:
+            mujoco.mj_setState(r.model, data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+            mujoco.mj_kinematics(r.model, data)
+            mujoco.mj_camlight(r.model, data)
+            for cam in r.cameras:
+                r.render(data, cam, depth=False, labels=False)
+                n += 1
+    return n
+
+
+def bench_render(ds: Dataset, repeats: int) -> None:
+    ctx = Context(ds, ds.episode_ids, Thresholds())
+    r = sim_checks.renderer(ctx)  # created once (as in validation), outside the timing
+    sides = [ctx.sidecar(ep) for ep in ds.episode_ids]
+    render_floor(r, sides[:1])  # warm up the GL pipeline
+    floor_t, check_t = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        frames = render_floor(r, sides)
+        floor_t.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        out = sim_checks.check_sim_render(Context(ds, ds.episode_ids, Thresholds()))
+        check_t.append(time.perf_counter() - t)
+        assert out.passed, out.detail
+    f, c = statistics.median(floor_t), statistics.median(check_t)
+    print(f"render floor     : {frames / f:10.1f} frames/s ({frames} camera frames, {r.width}x{r.height})")
+    print(f"sim_render check : {frames / c:10.1f} frames/s   cost ratio {c / f:.2f}x (target <= 1.2x)")
+
+
+def bench_integrity(ds: Dataset, repeats: int) -> None:
+    root = ds.root
+    files = [layout.episode_dir(root, ep) / rel for ep in ds.episode_ids for rel in manifest.read(layout.episode_dir(root, ep))]
+    total = sum(f.stat().st_size for f in files)
+    for f in files:  # both sides read from the page cache
+        f.read_bytes()
+    ctx = Context(ds, ds.episode_ids, Thresholds())
+    from openarm_sim_dataset.validate.integrity import check_integrity
+
+    ours_t, ref_t = [], []
+    rel = [str(f.relative_to(root)) for f in files]
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = check_integrity(ctx)
+        ours_t.append(time.perf_counter() - t)
+        assert out.passed, out.detail
+        t = time.perf_counter()
+        for i in range(0, len(rel), 2000):
+            subprocess.run(["sha256sum", "--", *rel[i:i + 2000]], cwd=root, check=True, stdout=subprocess.DEVNULL)
+        ref_t.append(time.perf_counter() - t)
+    o, r_ = statistics.median(ours_t), statistics.median(ref_t)
+    print(f"sha256sum        : {total / 1e6 / r_:10.1f} MB/s ({len(files)} files, {total / 1e6:.1f} MB)")
+    print(f"integrity check  : {total / 1e6 / o:10.1f} MB/s   ratio {r_ / o:.2f}x (target >= 0.8x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--data", type=Path, help="dataset folder to reuse or create")
+    ap.add_argument("--only", choices=("replay", "render", "integrity"), help="run one of the benchmarks")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory() if args.data is None else None
     path = args.data or Path(tmp.name) / "ds"
     if not (path / layout.METADATA_FILE).exists():
         generate(path, range(args.episodes), GenerateConfig(seed=10))
     ds = Dataset(path)
+    print(f"{ds.num_episodes} episodes at {path}, load {os.getloadavg()[0]:.2f}")
+    if args.only in (None, "render"):
+        bench_render(ds, args.repeats)
+    if args.only in (None, "integrity"):
+        bench_integrity(ds, args.repeats)
+    if args.only not in (None, "replay"):
+        return
     model = stored_model(Context(ds, ds.episode_ids, Thresholds()))
     sides = [sidecar.load_npz(layout.sim_dir(path, ep) / sidecar.SIDECAR_FILE) for ep in ds.episode_ids]
     steps = sum(len(s["physics_ctrl"]) for s in sides)

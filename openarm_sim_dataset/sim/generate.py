@@ -4,7 +4,9 @@ Episode ``i`` of seed ``S`` depends on ``numpy.random.default_rng([S, i])`` only
 episodes can be generated alone (``episode_range``) and shards merge into the same dataset as one
 run. A run on an existing output resumes: leftovers of an interrupted episode are removed, listed
 episodes are kept, and arguments that contradict the stored ``simulation:`` block are refused.
-One process at a time may write an output (an ``fcntl`` lock the kernel releases if it dies).
+One process at a time may write an output: an ``flock`` (released by the kernel if its holder dies)
+on a hidden file *beside* the output, ``<parent>/.<name>.lock``, removed by its holder when it ends,
+so the dataset folder holds only the dataset (see :class:`OutputLock`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from .render import SimRenderer
 from .models import cached_model, load_model
 from .scene import SceneConfig, asset_hashes
 
-LOCK_FILE = ".lock"
+#: The lock file older versions left inside the output; removed (under the lock) when a run resumes.
+LEGACY_LOCK_FILE = ".lock"
 SEED_RULE = "episode i draws only from numpy.random.default_rng([seed, i])"
 
 
@@ -209,21 +212,54 @@ class GenerateSummary:
         return Counter(e.get("outcome", "unknown") for e in self.episodes)
 
 
-class _Lock:
-    def __init__(self, root: Path):
-        self.path = root / LOCK_FILE
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self.fd)
-            raise GenerateError(root, "another process is writing this dataset (lock held); try again when it ends") from None
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, f"{os.getpid()}\n".encode())
+def lock_path(out: Path) -> Path:
+    """The lock file of output ``out``: a hidden sibling ``.<name>.lock`` (symbolic links resolved, so
+    two spellings of one folder share one lock)."""
+    out = Path(out).resolve()
+    return out.with_name(f".{out.name}.lock")
+
+
+class OutputLock:
+    """Exclusive right to write one output folder, held as an ``flock`` on :func:`lock_path`.
+
+    The kernel releases an ``flock`` when its holder dies (SIGKILL included), so the lock is never
+    stuck; a file left by a killed holder is reused. On :meth:`release` the holder unlinks the file
+    *while still holding the lock*; a process that opened the old file and acquires the flock on it
+    after that sees that the path no longer names the inode it locked, and retries on a fresh file
+    (the usual check that makes removing a lock file safe). The file holds the holder's pid (for
+    people; the lock itself is the flock).
+    """
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.path = lock_path(out)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise GenerateError(self.out, "another process is writing this dataset (lock held); "
+                                              "try again when it ends") from None
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # its holder removed it after we opened it: lock the current file instead
+        self.fd = fd
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
 
     def release(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
+        """Remove the lock file, then release the lock (in that order: see the class doc)."""
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
 
 
 def _open_output(out: Path, cfg: GenerateConfig, sim: dict) -> Metadata:
@@ -233,7 +269,7 @@ def _open_output(out: Path, cfg: GenerateConfig, sim: dict) -> Metadata:
         meta = Metadata.load(out)
         check_compatible(meta.simulation, sim, meta_path)
         return meta
-    if out.exists() and any(p.name != LOCK_FILE and not p.name.startswith(".tmp-") for p in out.iterdir()):
+    if out.exists() and any(p.name != LEGACY_LOCK_FILE and not p.name.startswith(".tmp-") for p in out.iterdir()):
         raise GenerateError(out, "exists, is not empty and has no metadata.yaml")
     meta = dataset_metadata(cfg, sim)
     meta.write(out)
@@ -245,9 +281,10 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order."""
     out = Path(out)
     check_rendering()  # a machine that cannot render fails here, before the output exists
-    out.mkdir(parents=True, exist_ok=True)
-    lock = _Lock(out)
+    lock = OutputLock(out)
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / LEGACY_LOCK_FILE).unlink(missing_ok=True)  # a dataset folder holds only the dataset
         model = load_model(cfg.scene)
         # workers are spawned (never forked), so this process's GL context is not inherited
         renderer = SimRenderer(model, cfg.scene)

@@ -117,39 +117,82 @@ def package_differences(sim: dict) -> list[str]:
 class RerenderReport:
     """Stored frames rendered again: depth and labels must match exactly; RGB is re-encoded with the
     recorded JPEG quality and compared byte for byte (exact on the same GL implementation), and its
-    PSNR against the decoded stored JPEG is reported."""
+    PSNR against the decoded stored JPEG is measured (dB; infinite when equal).
+
+    ``first_jpeg_mismatch`` / ``worst_psnr_at``: ``(camera, frame index, frame timestamp ns)``."""
 
     frames: int
     depth_exact: int
     labels_exact: int
     jpeg_exact: int
     min_psnr_db: float
+    depth_labels: bool = True
+    first_jpeg_mismatch: tuple[str, int, int] | None = None
+    worst_psnr_at: tuple[str, int, int] | None = None
+
+    def differences(self, same_renderer: bool, psnr_floor_db: float) -> list[str]:
+        """What differs from the stored episode: depth, labels; on the recording's GL renderer the JPEG
+        bytes, elsewhere (approximate: the renderer differs) a PSNR below ``psnr_floor_db``."""
+        out = []
+        if self.depth_labels and self.depth_exact != self.frames:
+            out.append(f"depth ({self.frames - self.depth_exact} frames)")
+        if self.depth_labels and self.labels_exact != self.frames:
+            out.append(f"labels ({self.frames - self.labels_exact} frames)")
+        if same_renderer and self.jpeg_exact != self.frames:
+            out.append(f"JPEG bytes ({self.frames - self.jpeg_exact} frames)")
+        if not same_renderer and self.min_psnr_db < psnr_floor_db:
+            out.append(f"PSNR {self.min_psnr_db:.1f} dB below the {psnr_floor_db:g} dB floor")
+        return out
 
 
-def rerender(model: mujoco.MjModel, side: dict[str, np.ndarray], frames: dict[str, np.ndarray],
-             stored_jpegs: dict[str, list[bytes]], quality: int, renderer) -> RerenderReport:
-    """Render every stored frame state again and compare with the stored depth, labels and JPEGs.
+def psnr_db(a: np.ndarray, b: np.ndarray) -> float:
+    """Peak signal-to-noise ratio (dB) of two uint8 images of one shape (inf when equal)."""
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 10 * np.log10(255.0**2 / mse) if mse > 0 else float("inf")
+
+
+def rerender(model: mujoco.MjModel, side: dict[str, np.ndarray], frames: dict[str, np.ndarray] | None,
+             stored_jpegs, quality: int, renderer, stride: int = 1, depth_labels: bool = True,
+             psnr_always: bool = True) -> RerenderReport:
+    """Render every ``stride``-th stored frame state again and compare with the stored depth, labels
+    (``depth_labels``) and JPEGs (``stored_jpegs[camera][k]`` -> bytes; may be lazy).
 
     Images depend on the GL implementation (llvmpipe here): on another renderer depth/labels may
-    still match while RGB bytes differ."""
+    still match while RGB bytes differ. ``psnr_always=False`` decodes a stored JPEG only when the
+    re-encoded bytes differ (where equal bytes are expected: the cost stays that of rendering)."""
     from ..camera import decode_jpeg
+    from ..errors import DatasetError
     from .recorder import encode_jpeg
 
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     data = mujoco.MjData(model)
     n = depth_ok = labels_ok = jpeg_ok = 0
     min_psnr = float("inf")
-    for k, state in enumerate(side["state"]):
-        mujoco.mj_setState(model, data, state, spec)
+    first = worst = None
+    stamps = side["frame_timestamp"]
+    for k in range(0, len(side["state"]), max(1, int(stride))):
+        mujoco.mj_setState(model, data, side["state"][k], spec)
         mujoco.mj_kinematics(model, data)
         mujoco.mj_camlight(model, data)
         for cam in renderer.cameras:
-            img = renderer.render(data, cam)
+            img = renderer.render(data, cam, depth=depth_labels, labels=depth_labels)
             n += 1
-            depth_ok += np.array_equal(img["depth"], frames[f"depth_{cam}"][k])
-            labels_ok += np.array_equal(img["labels"], frames[f"labels_{cam}"][k])
+            if depth_labels:
+                depth_ok += np.array_equal(img["depth"], frames[f"depth_{cam}"][k])
+                labels_ok += np.array_equal(img["labels"], frames[f"labels_{cam}"][k])
             stored = stored_jpegs[cam][k]
-            jpeg_ok += encode_jpeg(img["rgb"], quality) == stored
-            mse = np.mean((img["rgb"].astype(np.float64) - decode_jpeg(stored).astype(np.float64)) ** 2)
-            min_psnr = min(min_psnr, 10 * np.log10(255.0**2 / mse) if mse > 0 else float("inf"))
-    return RerenderReport(n, depth_ok, labels_ok, jpeg_ok, min_psnr)
+            same = encode_jpeg(img["rgb"], quality) == stored
+            jpeg_ok += same
+            where = (cam, k, int(stamps[k]))
+            if not same and first is None:
+                first = where
+            if psnr_always or not same:
+                try:
+                    decoded = decode_jpeg(stored)
+                    p = psnr_db(img["rgb"], decoded) if decoded.shape == img["rgb"].shape else 0.0
+                except DatasetError:
+                    p = 0.0  # undecodable stored frame: nothing in common
+                if worst is None or p < min_psnr:
+                    worst = where
+                min_psnr = min(min_psnr, p)
+    return RerenderReport(n, depth_ok, labels_ok, jpeg_ok, min_psnr, depth_labels, first, worst)

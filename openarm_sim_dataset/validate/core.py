@@ -20,35 +20,79 @@ from .thresholds import Thresholds
 
 @dataclass
 class Outcome:
-    """What one check found: ``passed``, a detail with figures, and the episodes it fails."""
+    """What one check found: ``passed``, a detail with figures, and the episodes it fails.
+
+    ``skipped``: nothing was verified (the detail says why). ``applicable`` tells a skip of a check
+    that applies to the dataset (it could not verify, e.g. no manifest to check against: a failure
+    under ``strict``) from one that does not (e.g. no wrist camera, nothing requested)."""
 
     passed: bool
     detail: str
     episodes: list[str] = field(default_factory=list)
     skipped: bool = False
+    applicable: bool = True
+
+
+STATUSES = ("pass", "fail", "skip")
 
 
 @dataclass
 class CheckResult:
-    """One row of the report."""
+    """One row of the report: ``status`` is ``pass``, ``fail`` or ``skip``; a skipped row is never
+    ``passed``."""
 
     check: str
     passed: bool
     detail: str
     episodes: list[str]
     skipped: bool = False
+    applicable: bool = True
+
+    @property
+    def status(self) -> str:
+        return "skip" if self.skipped else ("pass" if self.passed else "fail")
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "fail"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(asdict(self), status=self.status)
+
+
+class Report(list):
+    """The rows of one validation run (a list of :class:`CheckResult`) with passed, failed and
+    skipped counted apart."""
+
+    def tally(self, status: str) -> int:
+        """How many rows have ``status`` (``pass``, ``fail`` or ``skip``)."""
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
+        return sum(r.status == status for r in self)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """``{"passed": n, "failed": n, "skipped": n}``."""
+        return {"passed": self.tally("pass"), "failed": self.tally("fail"), "skipped": self.tally("skip")}
+
+    @property
+    def valid(self) -> bool:
+        return self.tally("fail") == 0
+
+    def summary(self) -> str:
+        """E.g. ``21 passed, 0 failed, 2 skipped of 23 checks``."""
+        c = self.counts
+        return f"{c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped of {len(self)} checks"
 
 
 class Context:
     """Everything a check may look at, loaded lazily and at most once per file."""
 
-    def __init__(self, ds: Dataset, episodes: list[str], thresholds: Thresholds, regenerate: list[str] | None = None):
+    def __init__(self, ds: Dataset, episodes: list[str], thresholds: Thresholds | None = None,
+                 regenerate: list[str] | None = None):
         self.ds = ds
         self.episodes = episodes
-        self.t = thresholds
+        self.t = thresholds or Thresholds()
         self.regenerate = regenerate or []
         self._streams: dict[tuple[str, str], dict[str, Stream] | str] = {}
         self._cameras: dict[str, dict[str, Camera] | str] = {}
@@ -122,25 +166,32 @@ def _is_simulated(ds: Dataset) -> bool:
 
 def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresholds | None = None,
              simulation: bool = True, regenerate: list[str] | None = None,
-             checks: list[str] | None = None) -> list[CheckResult]:
-    """Run every applicable check and return one row per check (form checks, then sim checks).
+             checks: list[str] | None = None, quick: bool = False, strict: bool = False) -> Report:
+    """Run every applicable check and return one row per check (form checks incl. integrity, camera
+    content checks, then sim checks) as a :class:`Report`.
 
     ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
-    and compare array for array (slow); ``checks`` restricts to the named checks.
+    and compare array for array (slow); ``checks`` restricts to the named checks; ``quick`` runs
+    only the form and integrity checks; ``strict`` turns a skip of a check that applies to the
+    dataset into a failure.
     """
+    from .cameras import CAMERA_CHECKS
     from .form import FORM_CHECKS
     from .simulation import SIM_CHECKS
 
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
     table = list(FORM_CHECKS)
-    if simulation and _is_simulated(ds):
-        from ..gl import check_rendering, import_mujoco
+    if not quick:
+        table += CAMERA_CHECKS
+        if simulation and _is_simulated(ds):
+            from ..gl import check_rendering, import_mujoco
 
-        # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
-        check_rendering() if regenerate else import_mujoco()
-        table += SIM_CHECKS
-    rows = []
+            # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
+            renders = bool(regenerate) or checks is None or "sim_render" in checks
+            check_rendering() if renders else import_mujoco()
+            table += SIM_CHECKS
+    rows = Report()
     for name, fn in table:
         if checks is not None and name not in checks:
             continue
@@ -154,7 +205,10 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             # the simulation: block is untrusted input: a malformed one fails the check, naming the file
             what = f"missing key {e.args[0]!r}" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
             out = Outcome(False, f"{ds.root / layout.METADATA_FILE}: simulation block unusable ({what})", list(ids))
-        rows.append(CheckResult(name, bool(out.passed), out.detail, sorted(set(out.episodes), key=_id_key), out.skipped))
+        if strict and out.skipped and out.applicable:
+            out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes)
+        rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
+                                sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable))
     return rows
 
 
@@ -167,7 +221,7 @@ def valid_flags(ds: Dataset, rows: list[CheckResult], episodes: list[str] | None
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     bad: set[str] = set()
     for r in rows:
-        if not r.passed and not r.skipped:
+        if r.failed:
             bad.update(r.episodes if r.episodes else ids)
     return {ep: ep not in bad for ep in ids}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
@@ -13,8 +12,9 @@ import pyarrow.parquet as pq
 
 from .. import layout
 from ..atomic import TMP_PREFIX
-from ..errors import DatasetError
+from .cameras import check_camera_rate, scan
 from .core import CheckFn, Context, Outcome
+from .integrity import check_integrity
 
 
 def check_metadata(ctx: Context) -> Outcome:
@@ -133,21 +133,6 @@ def check_timestamps(ctx: Context) -> Outcome:
             gaps_total += gaps
             bad.add(ep)
             problems.append(f"episode {ep} {kind} {key}: {gaps} gap(s) > {ctx.t.gap_periods} periods (dropped samples)")
-    for ep in ctx.episodes:
-        cams = ctx.cameras(ep)
-        if not isinstance(cams, dict):
-            continue
-        for name, cam in cams.items():
-            hz = meta.frequency("cameras", meta.stored_camera_name(name))
-            d = np.diff(cam.timestamps)
-            if hz is None or not len(d):
-                continue
-            period = 1e9 / hz
-            gaps = int(np.sum(d > ctx.t.gap_periods * period))
-            if gaps:
-                gaps_total += gaps
-                bad.add(ep)
-                problems.append(f"episode {ep} camera {name}: {gaps} gap(s) > {ctx.t.gap_periods} periods (dropped frames)")
     detail = f"{streams} streams, {gaps_total} dropped-sample gaps" + (f"; {problems[0]}" if problems else "")
     return Outcome(not bad, detail, sorted(bad))
 
@@ -214,7 +199,7 @@ def check_pose_quaternions(ctx: Context) -> Outcome:
         if err > ctx.t.quat_norm_tolerance:
             bad.add(ep)
     if n == 0:
-        return Outcome(True, "no pose streams", skipped=True)
+        return Outcome(True, "no pose streams", skipped=True, applicable=False)
     return Outcome(not bad, f"{n} quaternions, largest | |q|-1 | {worst:.2g} (limit {ctx.t.quat_norm_tolerance})", sorted(bad))
 
 
@@ -253,22 +238,7 @@ def check_cameras_present(ctx: Context) -> Outcome:
 
 
 def check_jpeg_frames(ctx: Context) -> Outcome:
-    jobs = []
-    for ep in ctx.episodes:
-        cams = ctx.cameras(ep)
-        if isinstance(cams, dict):
-            for name, cam in cams.items():
-                jobs += [(ep, name, f) for f in cam.frames()]
-
-    def shape(job):
-        ep, name, frame = job
-        try:
-            return ep, name, frame.load().shape, None
-        except (DatasetError, OSError) as e:
-            return ep, name, None, str(e)
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = list(pool.map(shape, jobs))
+    results = [(ep, name, shp, err) for (ep, name), sc in scan(ctx).items() for shp, err in zip(sc.shapes, sc.errors)]
     bad, problems, sizes = set(), [], {}
     for ep, name, shp, err in results:
         if err:
@@ -310,6 +280,7 @@ def check_camera_span(ctx: Context) -> Outcome:
 FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("metadata", check_metadata),
     ("episode_folders", check_episode_folders),
+    ("integrity", check_integrity),
     ("parquet_schema", check_parquet_schema),
     ("nulls", check_nulls),
     ("timestamps", check_timestamps),
@@ -319,5 +290,6 @@ FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("episode_length", check_episode_length),
     ("cameras_present", check_cameras_present),
     ("jpeg_frames", check_jpeg_frames),
+    ("camera_rate", check_camera_rate),
     ("camera_span", check_camera_span),
 ]

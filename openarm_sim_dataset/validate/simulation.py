@@ -8,6 +8,7 @@ every array has the right shape and dtype.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 
@@ -50,6 +51,34 @@ def model(ctx: Context):
         ctx.cache["model"] = load_model(scene_config(ctx), _sim(ctx).get("model_sha256"),
                                         ctx.ds.root / layout.METADATA_FILE)
     return ctx.cache["model"]
+
+
+#: One SimRenderer per process (a GL context costs 0.2-0.9 s): ``{"entry": (key, renderer)}``, the key
+#: being the stored scene configuration and model hash; a dataset with another scene replaces it.
+_RENDERER: dict = {}
+
+
+def renderer(ctx: Context):
+    """The process's SimRenderer for the stored scene (created on first use, then reused; its own
+    ``.model`` is the model it renders)."""
+    from ..sim.render import SimRenderer
+
+    cfg = scene_config(ctx)
+    key = (repr(cfg), _sim(ctx).get("model_sha256"), os.environ.get("MUJOCO_GL"))
+    entry = _RENDERER.get("entry")
+    if entry is not None and entry[0] == key:
+        return entry[1]
+    if entry is not None:
+        entry[1].close()
+        _RENDERER.clear()
+    r = SimRenderer(model(ctx), cfg)
+    _RENDERER["entry"] = (key, r)
+    return r
+
+
+def same_renderer(ctx: Context, r) -> bool:
+    """Whether this process renders with the GL implementation the dataset was recorded with."""
+    return r.gl_renderer == _sim(ctx).get("gl_renderer")
 
 
 def _sim(ctx: Context) -> dict:
@@ -232,7 +261,7 @@ def _fixed_camera(ctx: Context) -> str | None:
 def check_sim_reprojection(ctx: Context) -> Outcome:
     cam = _fixed_camera(ctx)
     if cam is None:
-        return Outcome(True, "no fixed camera", skipped=True)
+        return Outcome(True, "no fixed camera", skipped=True, applicable=False)
     K = _K(ctx, cam)
     bad, errors = [], []
     for ep, side in ctx.good_sidecars().items():
@@ -267,7 +296,7 @@ def check_sim_reprojection(ctx: Context) -> Outcome:
 def check_sim_wrist(ctx: Context) -> Outcome:
     cams = [c for c in _cameras(ctx) if c.startswith("wrist")]
     if not cams:
-        return Outcome(True, "no wrist camera", skipped=True)
+        return Outcome(True, "no wrist camera", skipped=True, applicable=False)
     cam = "wrist_right" if "wrist_right" in cams else cams[0]
     K = _K(ctx, cam)
     bad, in_view, hits = [], 0, 0
@@ -370,9 +399,66 @@ def check_sim_streams_agree(ctx: Context) -> Outcome:
                    + (f"; {first}" if first else ""), bad)
 
 
+class _StoredJpegs:
+    """``[k]`` -> the stored JPEG bytes of frame k of one camera, read when asked (stride skips)."""
+
+    def __init__(self, cam):
+        self.cam = cam
+
+    def __getitem__(self, k: int) -> bytes:
+        return self.cam.get_frame(k).read_bytes()
+
+
+def check_sim_render(ctx: Context) -> Outcome:
+    """Every (``sim_render_stride``-th) camera frame rendered again from its stored integration state
+    and re-encoded at the recorded JPEG quality: on the recording's GL renderer the bytes must equal
+    the stored JPEG; elsewhere the decoded pixels must reach ``render_psnr_db`` (approximate)."""
+    from ..sim.replay import rerender
+
+    sim = _sim(ctx)
+    r = renderer(ctx)
+    same = same_renderer(ctx, r)
+    stride = max(1, int(ctx.t.sim_render_stride))
+    floor = ctx.t.render_psnr_db
+    bad, problems, n, exact, min_psnr = [], [], 0, 0, float("inf")
+    for ep, side in ctx.good_sidecars().items():
+        cams = ctx.cameras(ep)
+        if not isinstance(cams, dict) or any(c not in cams for c in r.cameras):
+            bad.append(ep)
+            problems.append(f"episode {ep}: cameras {list(r.cameras)} not all readable")
+            continue
+        odd = [c for c in r.cameras if not np.array_equal(cams[c].timestamps, side["frame_timestamp"])]
+        if odd:
+            bad.append(ep)
+            problems.append(f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp")
+            continue
+        rr = rerender(r.model, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(sim["jpeg_quality"]), r,
+                      stride=stride, depth_labels=False, psnr_always=not same)
+        n += rr.frames
+        exact += rr.jpeg_exact
+        min_psnr = min(min_psnr, rr.min_psnr_db)
+        diffs = rr.differences(same, floor)
+        if diffs:
+            bad.append(ep)
+            cam, k, ts = rr.first_jpeg_mismatch if same else rr.worst_psnr_at
+            what = (f"re-encoded render differs from the stored JPEG (PSNR {rr.min_psnr_db:.1f} dB)" if same
+                    else f"PSNR {rr.min_psnr_db:.1f} dB below {floor:g} dB")
+            problems.append(f"episode {ep} camera {cam} frame {k} (t={ts} ns): {what}")
+    missing = _missing(ctx)  # no sidecar: no state to render from
+    mode = (f"exact JPEG bytes required (GL renderer as recorded: {r.gl_renderer})" if same else
+            f"approximate, the renderer differs (here {r.gl_renderer!r}, recorded {sim.get('gl_renderer')!r}): "
+            f"decoded pixels must reach PSNR >= {floor:g} dB")
+    psnr = "" if min_psnr == float("inf") else f", lowest PSNR {min_psnr:.1f} dB"
+    detail = (f"{n} camera frames re-rendered (every {stride}{'st' if stride == 1 else 'th'}): {exact}/{n} JPEG bytes "
+              f"identical{psnr}; {mode}"
+              + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
+              + (f"; {len(problems)} episode(s) differ, first: {problems[0]}" if problems else ""))
+    return Outcome(not bad and not missing and n > 0, detail, bad + missing)
+
+
 def check_sim_regenerate(ctx: Context) -> Outcome:
     if not ctx.regenerate:
-        return Outcome(True, "not requested (--regenerate N)", skipped=True)
+        return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
     from ..sim.generate import GenerateConfig
     from ..sim.randomize import episode_params
     from ..sim.recorder import RecordConfig, record_episode
@@ -435,5 +521,6 @@ SIM_CHECKS: list[tuple[str, CheckFn]] = [
     ("sim_replay", check_sim_replay),
     ("sim_resume", check_sim_resume),
     ("sim_streams_agree", check_sim_streams_agree),
+    ("sim_render", check_sim_render),
     ("sim_regenerate", check_sim_regenerate),
 ]

@@ -18,3 +18,8 @@ class Thresholds:
     plane_error: float = 0.001  # m: median distance of back-projected floor/table pixels to their plane
     reprojection_px: float = 2.0  # px: cube centre projection vs mask centroid (fixed camera)
     wrist_hit_fraction: float = 0.9  # fraction of in-view frames where the red cube projects onto itself
+    frozen_seconds: float = 1.0  # s: a camera showing the same image this long while the arms move is frozen
+    frozen_noise_floor: float = 0.1  # grey levels: mean |difference| of consecutive frames below this = same image
+    frozen_motion: float = 0.02  # rad: arm joints moving more than this during a run make the run suspicious
+    render_psnr_db: float = 25.0  # dB: re-rendered vs stored frame on another GL renderer (approximate)
+    sim_render_stride: int = 1  # re-render every K-th camera frame (1: every frame)
