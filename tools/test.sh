@@ -15,6 +15,9 @@ if [ "${1:-}" = "--all" ]; then
   select=(-m "slow or not slow")
   budget=1800
 fi
+# compiled modules are cached (pytest's rewritten tests too): a run, and each process it starts, then
+# skips compiling from source; the environment here sets PYTHONDONTWRITEBYTECODE, which forbids that
+unset PYTHONDONTWRITEBYTECODE
 workers="${TEST_WORKERS:-$(nproc)}"
 parallel=()
 if [ "$workers" -gt 1 ]; then
