@@ -56,7 +56,16 @@ def exists(tree: Path, tool: str) -> bool:
     return (tree / "openarm_sim_dataset" / "cli" / f"{tool}.py").exists()
 
 
-def breakdown(tree: Path, dataset: Path) -> dict[str, float]:
+def check_names(tree: Path) -> list[str]:
+    """The validation checks a checkout has (its tables, in order)."""
+    code = ("import openarm_sim_dataset.validate as v\n"
+            "t = list(v.FORM_CHECKS) + list(getattr(v, 'CAMERA_CHECKS', [])) + list(v.SIM_CHECKS)\n"
+            "print(' '.join(n for n, _ in t))")
+    r = subprocess.run([sys.executable, "-c", code], env=env_for(tree), cwd=CWD, capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def breakdown(tree: Path, dataset: Path, checks: list[str] | None) -> dict[str, float]:
     """One in-process validate run, split into imports, model compilation and the checks."""
     code = f"""
 import time, json, sys
@@ -75,7 +84,7 @@ try:
 except ImportError:  # before the model cache: validate compiles the model inside its checks
     pass
 t2 = time.perf_counter()
-rows = validate(ds)
+rows = validate(ds, checks={checks!r})
 t3 = time.perf_counter()
 print(json.dumps({{"imports": t1 - t0, "model": t2 - t1, "checks": t3 - t2}}))
 """
@@ -114,19 +123,27 @@ def main() -> None:
         t = wall([*py, "-m", "openarm_sim_dataset.cli.sample", str(fixture), "--hz", "5"], env_for(tree), args.repeat)
         mods = heavy_imports("openarm_sim_dataset.cli.sample", [str(fixture), "--hz", "5"], env_for(tree))
         print(f"  {name}: {t * 1000:.0f} ms ({t / floor:.1f}x the floor) [{' '.join(mods)}]")
+    names = {name: check_names(tree) for name, tree in trees.items()}
+    common = [n for n in names["new"] if all(n in v for v in names.values())]
     for ds in args.datasets:
+        runs = [("new", REPO, None, "every check")]
+        if "old" in trees:
+            runs = [("new", REPO, common, f"the {len(common)} checks both have"),
+                    ("old", trees["old"], common, f"the {len(common)} checks both have")] + runs
         print(f"\ndataset-validate {ds} --no-update-metadata")
         res = {}
-        for name, tree in trees.items():
-            res[name] = wall([*py, "-m", "openarm_sim_dataset.cli.validate", str(ds), "--no-update-metadata"],
-                             env_for(tree), max(1, args.repeat // 2))
-            b = breakdown(tree, ds)
+        for name, tree, checks, what in runs:
+            cmd = [*py, "-m", "openarm_sim_dataset.cli.validate", str(ds), "--no-update-metadata"]
+            cmd += ["--checks", *checks] if checks else []
+            t = wall(cmd, env_for(tree), max(1, args.repeat // 2))
+            res.setdefault(name, t)
+            b = breakdown(tree, ds, checks)
             parts = ", ".join(f"{k} {v:.2f} s" for k, v in b.items() if isinstance(v, float))
             total = sum(v for v in b.values() if isinstance(v, float)) or 1.0
             share = b.get("checks", 0.0) / total
-            print(f"  {name}: {res[name]:.2f} s wall; in-process: {parts or b} (checks {share:.0%} of it)")
+            print(f"  {name} ({what}): {t:.2f} s wall; in-process: {parts or b} (checks {share:.0%} of it)")
         if "old" in res:
-            print(f"  old/new: {res['old'] / res['new']:.2f}x")
+            print(f"  old/new on the same checks: {res['old'] / res['new']:.2f}x")
 
 
 if __name__ == "__main__":
