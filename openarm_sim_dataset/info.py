@@ -38,6 +38,7 @@ from .atomic import TMP_PREFIX
 from .camera import Camera
 from .dataset import Dataset
 from .errors import CameraError
+from .report import human_bytes
 from .stats import wilson_interval
 from .streams import read_timestamps
 
@@ -223,14 +224,6 @@ def provenance(sim: dict) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ text
-def human_bytes(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} B"
-
-
 def _hz(v: float | None) -> str:
     return "-" if v is None else f"{v:g} Hz"
 

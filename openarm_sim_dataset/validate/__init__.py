@@ -8,22 +8,14 @@ affected). Adding a check is adding a row. :func:`validate` runs the table and r
 
 from __future__ import annotations
 
+from .._lazy import lazy_attributes
 from .thresholds import Thresholds
 
 # The rest on first use (PEP 562): `dataset-validate --help` needs only the thresholds.
 _LAZY = {"CheckResult": "core", "Context": "core", "Outcome": "core", "validate": "core", "valid_flags": "core",
          "write_valid_flags": "core", "FORM_CHECKS": "form", "SIM_CHECKS": "simulation",
          "CAMERA_CHECKS": "cameras", "Report": "core"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "CAMERA_CHECKS",
