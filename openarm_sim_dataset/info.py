@@ -170,7 +170,8 @@ def jpeg_size(data: bytes, path: str | os.PathLike = "<bytes>") -> tuple[int, in
 
 def disk_bytes(root: Path) -> dict[str, int]:
     """Bytes on disk by kind: parquet streams, images (JPEG files and camera tars), simulation
-    sidecars (``episodes/<id>/sim/``), metadata (``metadata.yaml``, ``episodes.jsonl``) and other
+    sidecars (``episodes/<id>/sim/``), metadata (``metadata.yaml``, ``episodes.jsonl``, the episodes'
+    integrity manifests) and other
     files (the card, the generator's lock, leftovers). Each inode is counted once (hard links)."""
     out = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
     seen: set[tuple[int, int]] = set()
@@ -196,6 +197,8 @@ def _kind(rel: tuple[str, ...], name: str) -> str:
         return "other"
     if len(rel) >= 3 and rel[2] == layout.SIM_DIR:
         return "sidecar"
+    if len(rel) == 2 and name == layout.MANIFEST_FILE:
+        return "metadata"
     if name.endswith(".parquet"):
         return "parquet"
     if layout.parse_frame_name(name) is not None or name.endswith(layout.TAR_SUFFIX):

@@ -67,6 +67,9 @@ def test_info_matches_a_generated_dataset(generated):
     assert p["seed"] == sim["seed"] and p["mujoco_version"] == sim["mujoco_version"]
     assert p["model_sha256"] == sim["model_sha256"][:12]
     assert info["disk_bytes"]["sidecar"] == sum(p.stat().st_size for p in generated.glob("episodes/*/sim/*"))
+    manifests = sum(p.stat().st_size for p in generated.glob("episodes/*/manifest.sha256"))
+    assert manifests > 0 and info["disk_bytes"]["metadata"] == manifests + (generated / "metadata.yaml").stat().st_size
+    assert info["disk_bytes"]["other"] == 0
     assert {tuple(c["size"]) for c in info["cameras"]} == {(128, 96)}  # from the JPEG header
     assert all(s["measured_hz"] == pytest.approx(250.0) for s in info["streams"])
 
