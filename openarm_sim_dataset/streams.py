@@ -161,17 +161,27 @@ def read_attribute_file(path: Path, key: str, columns: tuple[str, ...]) -> Strea
     return Stream(key, path, ts, list_column(table, names[0], len(columns), path), columns)
 
 
+def numpy_to_arrow(values: np.ndarray, type: pa.DataType) -> pa.Array:
+    """A null-free 1-D numpy array as an Arrow array of ``type`` (same width), sharing its buffer.
+
+    Built from the buffer: ``pa.array(ndarray)`` imports pandas (~0.3 s) on first use, which every
+    writer process (generation, convert, merge) would otherwise pay."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(type, len(values), [None, pa.py_buffer(values)])
+
+
 def state_table(timestamps: np.ndarray, attributes: dict[str, np.ndarray]) -> pa.Table:
     """Build the 0.4.0 ``state.parquet`` table: timestamp[ns] + list<float32> per attribute."""
     ts = np.asarray(timestamps, dtype=np.int64)
-    arrays = [pa.array(ts, type=pa.timestamp("ns"))]
+    arrays = [numpy_to_arrow(ts, pa.timestamp("ns"))]
     names = [layout.TIMESTAMP_COLUMN]
     for name, values in attributes.items():
         v = np.ascontiguousarray(values, dtype=np.float32)
         if v.ndim != 2 or v.shape[0] != ts.shape[0]:
             raise ValueError(f"{name}: shape {v.shape} does not match {ts.shape[0]} timestamps")
         offsets = np.arange(0, v.size + 1, v.shape[1], dtype=np.int32)
-        arrays.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(v.reshape(-1), type=pa.float32())))
+        arrays.append(pa.ListArray.from_arrays(numpy_to_arrow(offsets, pa.int32()),
+                                               numpy_to_arrow(v.reshape(-1), pa.float32())))
         names.append(name)
     return pa.Table.from_arrays(arrays, names=names)
 
