@@ -8,6 +8,7 @@ a timestamp column that is not of an Arrow timestamp type is refused, never gues
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,15 +39,22 @@ class Stream:
         return len(self.timestamps)
 
 
-def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
-    """Read a parquet file (or only ``columns``), turning any failure into a StreamError naming the file."""
+@contextmanager
+def _parquet_errors(path: Path):
+    """Turn any failure to read a parquet file into a StreamError naming the file."""
     try:
-        # ParquetFile.read without threads: ~2.5x faster than read_table on small files
-        return pq.ParquetFile(path).read(columns=columns, use_threads=False)
+        yield
     except FileNotFoundError:
         raise StreamError(path, "not found") from None
     except (pa.ArrowException, OSError, ValueError) as e:
         raise StreamError(path, f"unreadable parquet ({str(e).splitlines()[0][:160]})") from None
+
+
+def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """Read a parquet file (or only ``columns``), turning any failure into a StreamError naming the file."""
+    with _parquet_errors(path):
+        # ParquetFile.read without threads: ~2.5x faster than read_table on small files
+        return pq.ParquetFile(path).read(columns=columns, use_threads=False)
 
 
 _NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float16(): np.float16, pa.float32(): np.float32,
@@ -74,16 +82,12 @@ def primitive_numpy(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
 def read_timestamps(path: Path) -> tuple[np.ndarray, list[str]]:
     """The timestamp column of a parquet stream (int64 ns) and the file's column names; the value
     columns are not read."""
-    try:
+    with _parquet_errors(path):
         pf = pq.ParquetFile(path)
         names = list(pf.schema_arrow.names)
         if layout.TIMESTAMP_COLUMN not in names:
             raise StreamError(path, f"has no {layout.TIMESTAMP_COLUMN!r} column (columns: {', '.join(names)})")
         table = pf.read(columns=[layout.TIMESTAMP_COLUMN], use_threads=False)
-    except FileNotFoundError:
-        raise StreamError(path, "not found") from None
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise StreamError(path, f"unreadable parquet ({str(e).splitlines()[0][:160]})") from None
     return timestamps_ns(table, path), names
 
 

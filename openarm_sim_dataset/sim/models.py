@@ -32,8 +32,7 @@ from pathlib import Path
 import mujoco
 
 from ..errors import DatasetError
-from .scene import _FILE_SHA256, SceneConfig, asset_hashes, build_model, model_hash
-from .scene import _file_sha256 as _FILE_SHA256_OF
+from .scene import _FILE_SHA256, SceneConfig, _file_sha256, asset_hashes, build_model, model_bytes, model_hash
 
 __all__ = ["ModelMismatchError", "CachedModel", "load_model", "cached_model", "cache_info", "clear_cache"]
 
@@ -66,7 +65,7 @@ def _key(cfg: SceneConfig) -> tuple:
 def _mujoco_library_sha256() -> str:
     """The MuJoCo build itself (two builds may share a version string and compile differently)."""
     lib = sorted(Path(mujoco.__file__).parent.glob("libmujoco.so*")) or [Path(mujoco._functions.__file__)]
-    return _FILE_SHA256_OF(lib[0])
+    return _file_sha256(lib[0])
 
 
 def disk_dir() -> Path | None:
@@ -103,11 +102,8 @@ def _load_from_disk(folder: Path, digest: str) -> CachedModel | None:
 
 def _save_to_disk(folder: Path, digest: str, model: mujoco.MjModel) -> str:
     from ..atomic import atomic_write_bytes
-    import numpy as np
 
-    buf = np.zeros(mujoco.mj_sizeModel(model), dtype=np.uint8)
-    mujoco.mj_saveModel(model, None, buf)
-    data = buf.tobytes()
+    data = model_bytes(model)
     sha = hashlib.sha256(data).hexdigest()
     try:
         atomic_write_bytes(folder / f"{digest}-{sha}.mjb", data)

@@ -44,6 +44,7 @@ __all__ = [
     "build_spec",
     "build_model",
     "model_hash",
+    "model_bytes",
     "asset_hashes",
     "asset_files",
     "geom_labels",
@@ -315,12 +316,16 @@ def build_model(cfg: SceneConfig = SceneConfig()) -> mujoco.MjModel:
     return build_spec(cfg).compile()
 
 
+def model_bytes(model: mujoco.MjModel) -> bytes:
+    """The compiled model serialised as MJB (``mj_saveModel``): what :func:`model_hash` hashes."""
+    buf = np.zeros(mujoco.mj_sizeModel(model), dtype=np.uint8)
+    mujoco.mj_saveModel(model, None, buf)
+    return buf.tobytes()
+
+
 def model_hash(model: mujoco.MjModel) -> str:
     """SHA-256 (hex) of the compiled model serialised as MJB (``mj_saveModel``)."""
-    size = mujoco.mj_sizeModel(model)
-    buf = np.zeros(size, dtype=np.uint8)
-    mujoco.mj_saveModel(model, None, buf)
-    return hashlib.sha256(buf.tobytes()).hexdigest()
+    return hashlib.sha256(model_bytes(model)).hexdigest()
 
 
 def asset_files() -> Tuple[Path, list]:

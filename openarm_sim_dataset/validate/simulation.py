@@ -462,50 +462,46 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
     from ..sim.generate import GenerateConfig
     from ..sim.randomize import episode_params
     from ..sim.recorder import RecordConfig, record_episode
-    from ..sim.render import SimRenderer
 
     sim = _sim(ctx)
     cfg = GenerateConfig(seed=int(sim["seed"]), sigma=float(sim["sigma_m"]), retry=bool(sim["retry"]), scene=scene_config(ctx),
                          record=RecordConfig(float(sim["state_hz"]), float(sim["camera_hz"]), int(sim["jpeg_quality"])),
                          max_time=float(sim["max_time_s"]))
-    renderer = SimRenderer(model(ctx), cfg.scene)
+    r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
     bad, arrays, first = [], 0, None
-    try:
-        for ep in ctx.regenerate:
-            index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
-            params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
-            rec = record_episode(model(ctx), renderer, params, index, cfg.record, cfg.max_time)
-            side, fr = ctx.sidecar(ep), ctx.frames(ep)
-            diffs = []
-            if not isinstance(side, dict) or not isinstance(fr, dict):
-                diffs.append("stored sidecar unreadable")
-            else:
-                for k, v in rec.sidecar.items():
-                    arrays += 1
-                    if k not in side or not np.array_equal(side[k], v):
-                        diffs.append(k)
-                for k, v in rec.frames.items():
-                    arrays += 1
-                    if k not in fr or not np.array_equal(fr[k], v):
-                        diffs.append(k)
-            for kind, groups in (("obs", rec.data.obs), ("action", rec.data.action)):
-                stored = ctx.streams(ep, kind)
-                for (emb, comp), g in groups.items():
-                    for attr, values in g.attributes.items():
-                        arrays += 1
-                        s = stored.get(f"{emb}/{comp}/{attr}") if isinstance(stored, dict) else None
-                        if s is None or not np.array_equal(s.values, values) or not np.array_equal(s.timestamps, g.timestamps):
-                            diffs.append(f"{kind} {comp} {attr}")
-            cams = ctx.cameras(ep)
-            for name, frames in rec.data.cameras.items():
+    for ep in ctx.regenerate:
+        index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
+        params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+        rec = record_episode(model(ctx), r, params, index, cfg.record, cfg.max_time)
+        side, fr = ctx.sidecar(ep), ctx.frames(ep)
+        diffs = []
+        if not isinstance(side, dict) or not isinstance(fr, dict):
+            diffs.append("stored sidecar unreadable")
+        else:
+            for k, v in rec.sidecar.items():
                 arrays += 1
-                if not isinstance(cams, dict) or [f.read_bytes() for f in cams[name]] != [b for _, b in frames]:
-                    diffs.append(f"camera {name} images")
-            if diffs:
-                bad.append(ep)
-                first = first or f"episode {ep}: differs in {', '.join(diffs[:4])}"
-    finally:
-        renderer.close()
+                if k not in side or not np.array_equal(side[k], v):
+                    diffs.append(k)
+            for k, v in rec.frames.items():
+                arrays += 1
+                if k not in fr or not np.array_equal(fr[k], v):
+                    diffs.append(k)
+        for kind, groups in (("obs", rec.data.obs), ("action", rec.data.action)):
+            stored = ctx.streams(ep, kind)
+            for (emb, comp), g in groups.items():
+                for attr, values in g.attributes.items():
+                    arrays += 1
+                    s = stored.get(f"{emb}/{comp}/{attr}") if isinstance(stored, dict) else None
+                    if s is None or not np.array_equal(s.values, values) or not np.array_equal(s.timestamps, g.timestamps):
+                        diffs.append(f"{kind} {comp} {attr}")
+        cams = ctx.cameras(ep)
+        for name, frames in rec.data.cameras.items():
+            arrays += 1
+            if not isinstance(cams, dict) or [f.read_bytes() for f in cams[name]] != [b for _, b in frames]:
+                diffs.append(f"camera {name} images")
+        if diffs:
+            bad.append(ep)
+            first = first or f"episode {ep}: differs in {', '.join(diffs[:4])}"
     return Outcome(not bad, f"{len(ctx.regenerate)} episode(s) regenerated from their seed, {arrays} arrays compared"
                    + (f"; {first}" if first else ""), bad)
 
