@@ -62,7 +62,18 @@ class CheckResult:
 
 class Report(list):
     """The rows of one validation run (a list of :class:`CheckResult`) with passed, failed and
-    skipped counted apart."""
+    skipped counted apart. Its truth value is the verdict (``valid``), as openarm_dataset's
+    ``validate()`` returns a bool; ``file_lines`` holds openarm_dataset's per-file messages
+    (``<file>: includes null values``, paths relative to the dataset)."""
+
+    file_lines: list[str]
+
+    def __init__(self, rows=(), file_lines: list[str] | None = None):
+        super().__init__(rows)
+        self.file_lines = list(file_lines or [])
+
+    def __bool__(self) -> bool:
+        return self.valid
 
     def tally(self, status: str) -> int:
         """How many rows have ``status`` (``pass``, ``fail`` or ``skip``)."""
@@ -99,6 +110,8 @@ class Context:
         self._sidecar: dict[str, dict | str] = {}
         self._frames: dict[str, dict | str] = {}
         self.cache: dict = {}
+        #: openarm_dataset-style per-file messages found by the checks (see Report.file_lines)
+        self.file_lines: list[str] = []
 
     # each getter returns the data or an error string (never raises for bad files)
     def streams(self, ep: str, kind: str) -> dict[str, Stream] | str:
@@ -192,6 +205,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             check_rendering() if renders else import_mujoco()
             table += SIM_CHECKS
     rows = Report()
+    rows.file_lines = ctx.file_lines
     for name, fn in table:
         if checks is not None and name not in checks:
             continue
