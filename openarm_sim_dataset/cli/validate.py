@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_update_metadata:
             write_valid_flags(ds, flags)
         failed = [r for r in rows if r.failed]
+        for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
+            print(line, file=sys.stderr)
         if args.json:
             print(json.dumps({"dataset": str(ds.root), "valid": not failed, "checks": rows.counts, "strict": args.strict,
                               "rows": [r.to_dict() for r in rows], "episodes": flags}, indent=2))
