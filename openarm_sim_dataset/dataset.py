@@ -87,7 +87,7 @@ class Dataset:
     @property
     def version(self) -> str:
         """Layout the dataset was read from ('unversioned' for the oldest)."""
-        return self.meta.version
+        return self.meta.layout
 
     @property
     def num_episodes(self) -> int:

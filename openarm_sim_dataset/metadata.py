@@ -120,8 +120,9 @@ def _type_names(types: type | tuple) -> str:
 class Metadata:
     """The dataset description, normalised to the 0.4.0 shape whatever layout it was read from.
 
-    ``data`` is the normalised document (unknown keys kept); ``version`` the layout it came from
-    (``"unversioned"`` for the oldest, where openarm_dataset says None). ``Metadata(path)`` with the
+    ``data`` is the normalised document (unknown keys kept); ``layout`` the layout it came from
+    (``"unversioned"`` for the oldest) and ``version`` its version string, None for the unversioned
+    layout as in openarm_dataset. ``Metadata(path)`` with the
     path of a ``metadata.yaml`` (or of its folder) loads it, as openarm_dataset's ``Metadata(path)``.
     """
 
@@ -136,7 +137,8 @@ class Metadata:
                                                  root)
         self.path = Path(path) if path is not None else Path(layout.METADATA_FILE)
         self.data = data
-        self.version = version or data.get("version") or layout.FORMAT_VERSION
+        #: the layout the document was read from: a version string, or ``"unversioned"``
+        self.layout = version or data.get("version") or layout.FORMAT_VERSION
         self._camera_stored: dict[str, str] = {}
         self._validate()
 
@@ -195,7 +197,7 @@ class Metadata:
             except DatasetError as e:
                 raise MetadataError(p, f"equipment.perceptions.cameras: {e.message}") from None
             canonical = stored
-            if self.version in (layout.UNVERSIONED, "0.1.0"):
+            if self.layout in (layout.UNVERSIONED, "0.1.0"):
                 canonical = layout.LEGACY_CAMERA_RENAMES.get(stored, stored)
             if canonical in self._camera_stored:
                 raise MetadataError(p, f"camera {canonical!r} is declared twice")
@@ -216,6 +218,12 @@ class Metadata:
             _expect(cam, dict, f"simulation.cameras.{name}", p)
 
     # -------------------------------------------------------------- properties
+    @property
+    def version(self) -> str | None:
+        """The ``version:`` of the layout read, None for the unversioned layout (openarm_dataset's
+        meaning; :attr:`layout` and ``Dataset.version`` say ``"unversioned"``)."""
+        return None if self.layout == layout.UNVERSIONED else self.layout
+
     @property
     def episodes(self) -> list[dict]:
         """Episode entries (``id`` as given; use :func:`layout.check_name` to normalise)."""
@@ -314,7 +322,7 @@ class Metadata:
         """The document as written in the 0.4.0 layout (a deep copy; unknown keys kept)."""
         data = copy.deepcopy(self.data)
         data["version"] = layout.FORMAT_VERSION
-        if self.version in (layout.UNVERSIONED, "0.1.0"):
+        if self.layout in (layout.UNVERSIONED, "0.1.0"):
             rename = layout.LEGACY_CAMERA_RENAMES
             cams = data.get("equipment", {}).get("perceptions", {}).get("cameras")
             if cams:

@@ -252,6 +252,10 @@ def test_properties_and_metadata_from_a_yaml_path(ref03, tmp_path):
     m, rm = Metadata(ref03 / "metadata.yaml"), od.metadata.Metadata(ref03 / "metadata.yaml")
     for attr in ("version", "operator", "location", "operation_type", "tasks", "episodes", "num_episodes"):
         assert getattr(m, attr) == getattr(rm, attr), attr
+    u = fixture_path("ref", "dataset_unversioned") / "metadata.yaml"
+    assert Metadata(u).version is None and od.metadata.Metadata(u).version is None
+    assert Metadata(u).layout == openarm_sim_dataset.Dataset(u.parent).version == "unversioned"
+    assert Metadata(u).tasks == od.metadata.Metadata(u).tasks
     assert list(m.equipment.perceptions.cameras) == list(rm.equipment.perceptions.cameras)
     assert list(m.equipment.embodiments) == list(rm.equipment.embodiments) and m.equipment.id == rm.equipment.id
     assert m.frequencies.obs == rm.frequencies.obs and m.frequencies.cameras == rm.frequencies.cameras
@@ -385,3 +389,26 @@ def test_sample_sequence_memory_stays_one_episode(tmp_path):
           f"list of 4 episodes {as_list / 1e6:.1f} MB")
     assert lazy_four < 1.5 * lazy_one
     assert as_list > 3 * lazy_four
+
+
+@pytest.mark.slow  # H.264 encoding of two tiny LeRobot exports (~1.5 s)
+def test_write_lerobot_with_the_reference_options(tmp_path):
+    """``Dataset.write(out, format=..., fps=, train_split=, smoothing_cutoff=)``, openarm_dataset's call."""
+    pytest.importorskip("av")
+    import json
+
+    from openarm_sim_dataset.synthetic import write_synthetic
+
+    ds = openarm_sim_dataset.Dataset(write_synthetic(tmp_path / "in", episodes=2, seconds=1.0, camera_hz=10,
+                                                     cameras=("head",), size=(32, 24)))
+    raw = ds.write(tmp_path / "raw", format="lerobot_v2.1", fps=10, train_split=0.5)
+    smooth = ds.write(tmp_path / "smooth", format="lerobot_v2.1", fps=10, smoothing_cutoff=2.0)
+    assert json.loads((raw / "meta/info.json").read_text())["splits"] == {"train": "0:1", "val": "1:2"}
+    assert json.loads((smooth / "meta/info.json").read_text())["splits"] == {"train": "0:2"}
+    a = pq.read_table(raw / "data/chunk-000/episode_000000.parquet").column("observation.state").to_pylist()
+    b = pq.read_table(smooth / "data/chunk-000/episode_000000.parquet").column("observation.state").to_pylist()
+    assert len(a) == len(b) > 5 and a != b
+    with pytest.raises(TypeError, match="unexpected options"):
+        ds.write(tmp_path / "x", format="lerobot_v3.0", smoothing_cutof=2.0)
+    with pytest.raises(ValueError, match="Unsupported format"):
+        ds.write(tmp_path / "y", format="hdf5")

@@ -30,7 +30,7 @@ def check_metadata(ctx: Context) -> Outcome:
             for comp in emb.components or (None,):
                 if ctx.ds.version != layout.UNVERSIONED and meta.frequency(kind, emb.name, comp) is None:
                     problems.append(f"no {kind} frequency for {emb.name}{'/' + comp if comp else ''}")
-    detail = f"version {meta.version}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
+    detail = f"version {meta.layout}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
     return Outcome(not problems, detail + ("; " + "; ".join(problems) if problems else ""), [])
 
 
