@@ -17,7 +17,7 @@ import numpy as np
 
 from . import layout, sampler, sidecar
 from .camera import Camera, Frame
-from .errors import CameraError, DatasetError, StreamError
+from .errors import DatasetError, StreamError
 from .metadata import Metadata
 from .sampler import Sample
 from .smoothing import check as smoothing_check

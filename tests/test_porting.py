@@ -412,3 +412,24 @@ def test_write_lerobot_with_the_reference_options(tmp_path):
         ds.write(tmp_path / "x", format="lerobot_v3.0", smoothing_cutof=2.0)
     with pytest.raises(ValueError, match="Unsupported format"):
         ds.write(tmp_path / "y", format="hdf5")
+
+
+@pytest.mark.slow  # five fresh interpreters importing the package (~3 s; in-process runs above cover the answers)
+def test_python_m_entry_points_take_the_reference_flags():
+    """``python -m openarm_sim_dataset.validate|merge|repair|convert`` as real processes (module
+    ``__main__`` execution is the point): each runs, takes openarm_dataset's flags, and refuses in one line."""
+    import subprocess
+
+    from conftest import SUBPROCESS_ENV
+
+    flags = {"validate": ["dataset"], "merge": ["-o", "--symlink"], "repair": ["-o"],
+             "convert": ["--format", "--fps", "--smoothing-cutoff", "--train-split", "--success-only",
+                         "--camera-format", "--state"]}
+    for module, wanted in flags.items():
+        r = subprocess.run([sys.executable, "-m", f"openarm_sim_dataset.{module}", "--help"], capture_output=True,
+                           text=True, env=SUBPROCESS_ENV, timeout=120)
+        assert r.returncode == 0 and all(f in r.stdout for f in wanted), (module, r.stdout, r.stderr)
+    r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.merge", "a", "-o", "b", "--symlink"],
+                       capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=120)
+    assert r.returncode == 2 and "At least two input datasets are required" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
