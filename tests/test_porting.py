@@ -148,6 +148,19 @@ def test_readme_state_representations():
     np.testing.assert_allclose(o["arms/left/pose"].to_numpy(), r["arms/left/pose"].to_numpy(), atol=1e-6)  # FK
 
 
+def test_rot6d_of_a_recorded_pose_equals_the_reference():
+    """The default run's part of the README's state= example (the full one, with FK engines, is slow):
+    rot6d of a recorded pose, ours against openarm_dataset's own conversion of the same rows."""
+    from openarm_sim_dataset import kinematics
+
+    pose = openarm_sim_dataset.Dataset(fixture_path("own", "dataset_0.4.0")).streams(0, "obs")["arms/right/pose"].values
+    q = np.random.default_rng(0).normal(size=(len(pose), 4))  # the fixture's orientation is constant: vary it
+    pose[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
+    assert list(kinematics.STATE_JOINTS["rot6d"]) == list(od.dataset.ROT6D_JOINTS)
+    np.testing.assert_allclose(kinematics.convert_rows("right", {"pose": pose, "qpos": pose * 0}, "rot6d"),
+                               od.dataset._pose_to_rot6d(pose), atol=1e-6)
+
+
 def test_write_and_validate_like_the_reference(ref03, tmp_path):
     ds = openarm_sim_dataset.Dataset(ref03)
     out = ds.write(tmp_path / "out", format="openarm", camera_format="tar")
