@@ -338,7 +338,10 @@ class Dataset:
         }
         sim_rows = [(key, vals[sampler.align(ts, grid, how)]) for key, (ts, vals) in sim.items()]
         cam_idx = [(name, cam, sampler.align(cam.timestamps, grid, how)) for name, cam in cameras.items()]
-        return _EpisodePlan(ep_id, grid, gathered["obs"], gathered["action"], sim_rows, cam_idx)
+        # a CameraDict (legacy names as keys) only where the dataset stores legacy names, the only case
+        # where ported code asks for them; elsewhere a plain dict keeps the per-sample cost down
+        renamed = any(self.meta.stored_camera_name(name) != name for name in cameras)
+        return _EpisodePlan(ep_id, grid, gathered["obs"], gathered["action"], sim_rows, cam_idx, renamed)
 
     def _sample_episode(self, episode: dict, hz: float, how: str, pool) -> Iterator[Sample]:
         plan = self._episode_plan(episode, hz, how)
@@ -346,8 +349,15 @@ class Dataset:
             cam_cols = [(name, [Frame(cam, int(i), int(cam.timestamps[i])) for i in idx]) for name, cam, idx in plan.cameras]
         else:
             cam_cols = [(name, _DecodedColumn(cam, idx, *pool)) for name, cam, idx in plan.cameras]
-        for k, t in enumerate(plan.grid.tolist()):
-            yield plan.sample(k, t, {name: col[k] for name, col in cam_cols})
+        ep, obs, action, sim = plan.episode, plan.obs, plan.action, plan.sim
+        if plan.renamed:
+            for k, t in enumerate(plan.grid.tolist()):
+                yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
+                             CameraDict([(name, col[k]) for name, col in cam_cols]), {key: v[k] for key, v in sim})
+            return
+        for k, t in enumerate(plan.grid.tolist()):  # the hot loop: inlined, plain dicts (no alias to resolve)
+            yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
+                         {name: col[k] for name, col in cam_cols}, {key: v[k] for key, v in sim})
 
     # ----------------------------------------------------------------- validation
     def validate(self, on_error: Callable[[str], object] | None = None, **options):
@@ -445,13 +455,15 @@ class CameraDict(dict):
 class _EpisodePlan:
     """One episode's sampling, decided: the grid and, per stream, the rows picked at each grid point."""
 
-    __slots__ = ("episode", "grid", "obs", "action", "sim", "cameras")
+    __slots__ = ("episode", "grid", "obs", "action", "sim", "cameras", "renamed")
 
-    def __init__(self, episode: str, grid: np.ndarray, obs: list, action: list, sim: list, cameras: list):
+    def __init__(self, episode: str, grid: np.ndarray, obs: list, action: list, sim: list, cameras: list,
+                 renamed: bool):
         self.episode, self.grid, self.obs, self.action, self.sim, self.cameras = episode, grid, obs, action, sim, cameras
+        self.renamed = renamed
 
-    def frames(self, k: int, decode: bool) -> CameraDict:
-        out = CameraDict()
+    def frames(self, k: int, decode: bool) -> dict:
+        out = CameraDict() if self.renamed else {}
         for name, cam, idx in self.cameras:
             i = int(idx[k])
             f = Frame(cam, i, int(cam.timestamps[i]))
@@ -464,14 +476,8 @@ class _EpisodePlan:
         return out
 
     def sample(self, k: int, t: int, cameras: dict) -> Sample:
-        return Sample(
-            self.episode,
-            t,
-            {key: v[k] for key, v in self.obs},
-            {key: v[k] for key, v in self.action},
-            CameraDict(cameras),
-            {key: v[k] for key, v in self.sim},
-        )
+        return Sample(self.episode, t, {key: v[k] for key, v in self.obs}, {key: v[k] for key, v in self.action},
+                      cameras, {key: v[k] for key, v in self.sim})
 
 
 class SampleSequence(Sequence):
