@@ -46,6 +46,7 @@ gave.
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import os
 import queue
@@ -163,8 +164,10 @@ class EpisodeResult:
 
 
 class Episode:
-    """One episode being recorded; made by :meth:`Recorder.start_episode`. ``add_*`` are called by
-    one thread (the control loop); see the module doc for what they cost and when they drop."""
+    """One episode being recorded; made by :meth:`Recorder.start_episode`. ``add_obs``/``add_action``
+    are called by one thread (the control loop), ``add_frame`` by that thread or one thread per camera
+    (a driver's callback); see the module doc for what they cost and when they drop. Once the episode
+    is saved or discarded they store nothing and return False (a camera thread may race the end)."""
 
     def __init__(self, rec: "Recorder", episode_id: str, task_index: int):
         self.recorder = rec
@@ -189,6 +192,7 @@ class Episode:
         self._w_frames: dict[str, FrameWriter] = {}
         self._w_rates: dict[str, _RateMeter] = {}
         self._w_prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
+        self._w_known: dict[str, tuple[str, int]] = {}  # manifest entries of frames, hashed as written
         self._w_gone = False  # files removed (discarded)
 
     # ------------------------------------------------------------------ properties
@@ -216,7 +220,6 @@ class Episode:
 
     def _add(self, kind: str, component: str, ts, values: dict) -> bool:
         if self._finished or self.reason is not None:
-            self._check_open()
             return False
         st = self._streams.get((kind, component))
         if st is None:
@@ -254,7 +257,6 @@ class Episode:
         uint8 RGB array (copied here, JPEG-encoded in the recorder's encoder threads at
         ``jpeg_quality``). Returns False if it was not stored (discarded episode, or dropped)."""
         if self._finished or self.reason is not None:
-            self._check_open()
             return False
         last = self._cam_last.get(camera)
         if last is None:
@@ -289,10 +291,6 @@ class Episode:
         return stored
 
     # ------------------------------------------------------------------ internals (control thread)
-    def _check_open(self) -> None:
-        if self._finished and self.reason is None:
-            raise RecordError(None, f"episode {self.id} is already saved")
-
     def _new_stream(self, kind: str, component: str) -> _Stream:
         emb_name, _, comp = str(component).partition("/")
         emb = {e.name: e for e in self.recorder.meta.embodiments}.get(emb_name)
@@ -369,7 +367,8 @@ class Episode:
         and any ``extra`` keys go into its metadata entry. Raises :class:`EpisodeDiscarded` (with the
         reason) if it was discarded, :class:`RecordError` if it cannot be written."""
         if self._finished:
-            self._check_open()
+            if self.reason is None:
+                raise RecordError(None, f"episode {self.id} is already saved")
             raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
         t0 = time.perf_counter()
         if self.reason is None and self._stale_ns is not None and self._start is not None:
@@ -393,7 +392,8 @@ class Episode:
         """Drop the episode: its files are removed, its id stays used (a gap in the ids), and
         ``reason`` is recorded under ``discarded_episodes:`` in metadata.yaml. Blocks until done."""
         if self._finished:
-            self._check_open()
+            if self.reason is None:
+                raise RecordError(None, f"episode {self.id} is already saved")
             return
         self._finished = True
         if self.reason is None:
@@ -627,6 +627,9 @@ class Recorder:
             w = ep._w_frames[camera] = FrameWriter(path, self.camera_format)
             ep._w_rates["cameras/" + camera] = _RateMeter()
         w.write(ts, payload)
+        if w.format == "dir":  # hashed now, while in memory: the manifest need not read it back
+            rel = f"{layout.CAMERAS_DIR}/{camera}/{layout.frame_name(ts)}"
+            ep._w_known[rel] = (hashlib.sha256(payload).hexdigest(), len(payload))
         ep._w_rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
 
     def _w_close_files(self, ep: Episode) -> None:
@@ -638,7 +641,7 @@ class Recorder:
         if ep._w_gone:
             return
         ep._w_gone = True
-        ep._w_prev = {}
+        ep._w_prev, ep._w_known = {}, {}
         try:
             self._w_close_files(ep)
         finally:
@@ -660,7 +663,7 @@ class Recorder:
         old = copy.deepcopy(self.meta.data.get("frequencies"))
         self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
         try:
-            finish_episode(self.root, self.meta, entry, ep._w_tmp)
+            finish_episode(self.root, self.meta, entry, ep._w_tmp, known=ep._w_known)
         except BaseException:
             self.meta.data["frequencies"] = old
             raise

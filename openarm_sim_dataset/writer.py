@@ -150,16 +150,18 @@ def begin_episode(root: Path, episode_id: str) -> Path:
     return tmp
 
 
-def finish_episode(root: Path, meta: Metadata, entry: Mapping, tmp: Path, with_manifest: bool = True) -> None:
-    """Commit a completely written temporary episode folder: its manifest (``with_manifest``), fsync,
-    rename to ``episodes/<id>``, and only then list ``entry`` in metadata.yaml (atomically). On failure
+def finish_episode(root: Path, meta: Metadata, entry: Mapping, tmp: Path, with_manifest: bool = True,
+                   known: manifest.Entries | None = None) -> None:
+    """Commit a completely written temporary episode folder: its manifest (``with_manifest``; files in
+    ``known`` were hashed by the caller as it wrote them, see :func:`manifest.compute`), fsync, rename
+    to ``episodes/<id>``, and only then list ``entry`` in metadata.yaml (atomically). On failure
     before the rename the temporary folder is removed and nothing is listed."""
     root = Path(root)
     episode_id = layout.check_name(entry["id"], "episode id", root / layout.METADATA_FILE)
     final = layout.episode_dir(root, episode_id)
     try:
         if with_manifest:
-            manifest.write(tmp)
+            manifest.write(tmp, known=known)
         commit_dir(tmp, final)
     except BaseException:
         remove_tree(tmp)

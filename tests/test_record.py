@@ -293,3 +293,42 @@ def test_sigkill_mid_episode_leaves_a_dataset_that_opens_and_the_id_is_reused(tm
     assert "discarded_episodes" not in yaml.safe_load((out / "metadata.yaml").read_text())
     r = run_cli("validate", out, "--no-update-metadata", "--quick", check=0)
     assert "2/2 episodes valid" in r.stdout, r.stdout
+
+
+def test_a_tree_of_many_files_is_made_durable_with_one_syncfs(tmp_path, monkeypatch):
+    import ctypes
+
+    from openarm_sim_dataset import atomic
+
+    if not hasattr(ctypes.CDLL(None), "syncfs"):
+        pytest.skip("no syncfs(2) in this C library: fsync_tree fsyncs each file")
+    calls = []
+    real = atomic._syncfs
+    monkeypatch.setattr(atomic, "_syncfs", lambda p: calls.append(("syncfs", p)) or real(p))
+    monkeypatch.setattr(atomic, "fsync_file", lambda p: calls.append(("fsync", p)))
+    few, many = tmp_path / "few", tmp_path / "many"
+    for folder, n in ((few, 3), (many, atomic.SYNCFS_MIN_FILES + 1)):
+        folder.mkdir()
+        for i in range(n):
+            (folder / f"{i}.jpeg").write_bytes(b"x")
+    atomic.fsync_tree(few)  # an episode of the generator's size: one fsync per file, as before
+    assert sorted(calls) == [("fsync", few / f"{i}.jpeg") for i in range(3)]
+    calls.clear()
+    atomic.fsync_tree(many)  # a long recording: one syncfs, no per-file fsync
+    assert calls == [("syncfs", many)]
+
+
+@pytest.mark.slow  # renders in real time for a few seconds
+def test_record_demo_runs_a_live_mujoco_episode(tmp_path):
+    pytest.importorskip("mujoco")
+    out = tmp_path / "demo"
+    r = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "tools/record_demo.py"), "--out", str(out),
+                        "--cameras", "head", "--size", "64x48", "--camera-hz", "5", "--max-time", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr  # 1: the loaded machine missed ticks (timestamps gaps)
+    assert "episode 0:" in r.stdout and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+    ds = Dataset(out)
+    if ds.episode_ids:  # saved (not discarded because rendering starved the camera for 1 s)
+        assert len(ds.load_obs(0)["arms/right/qpos"]) > 100 and ds.load_cameras(0)["head"].num_frames > 0
+    else:
+        assert "was discarded: camera 'head'" in r.stdout
