@@ -243,6 +243,7 @@ class FrameWriter:
             info.mode = 0o644
             info.mtime = 0
             self._tar.addfile(info, io.BytesIO(data))
+            self._tar.members.clear()  # TarFile keeps every member it wrote: memory would grow per frame
             out = self.path
         self.frames += 1
         self.bytes += len(data)

@@ -53,6 +53,7 @@ import queue
 import threading
 import time
 import warnings
+from array import array
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -192,7 +193,7 @@ class Episode:
         self._w_frames: dict[str, FrameWriter] = {}
         self._w_rates: dict[str, _RateMeter] = {}
         self._w_prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
-        self._w_known: dict[str, tuple[str, int]] = {}  # manifest entries of frames, hashed as written
+        self._w_known: dict[str, tuple] = {}  # camera -> (stamps, sizes, sha256 digests) of frames written
         self._w_gone = False  # files removed (discarded)
 
     # ------------------------------------------------------------------ properties
@@ -574,7 +575,8 @@ class Recorder:
                     if item[3] is not None:
                         item[3].set_result(None)
             except BaseException as e:  # noqa: BLE001 - any failure ends the episode, never the thread
-                reason = f"write failed: {e}" if isinstance(e, DatasetError) else f"write failed: {type(e).__name__}: {e}"
+                reason = f"write failed: {e}" if isinstance(e, DatasetError) else \
+                    f"write failed: {type(e).__name__}: {e}"
                 if ep is not None and op != "stop":
                     if ep.reason is None:
                         ep.reason = reason
@@ -628,8 +630,10 @@ class Recorder:
             ep._w_rates["cameras/" + camera] = _RateMeter()
         w.write(ts, payload)
         if w.format == "dir":  # hashed now, while in memory: the manifest need not read it back
-            rel = f"{layout.CAMERAS_DIR}/{camera}/{layout.frame_name(ts)}"
-            ep._w_known[rel] = (hashlib.sha256(payload).hexdigest(), len(payload))
+            stamps, sizes, digests = ep._w_known.setdefault(camera, (array("q"), array("q"), bytearray()))
+            stamps.append(ts)
+            sizes.append(len(payload))
+            digests += hashlib.sha256(payload).digest()  # 48 bytes per frame kept until save
         ep._w_rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
 
     def _w_close_files(self, ep: Episode) -> None:
@@ -663,7 +667,7 @@ class Recorder:
         old = copy.deepcopy(self.meta.data.get("frequencies"))
         self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
         try:
-            finish_episode(self.root, self.meta, entry, ep._w_tmp, known=ep._w_known)
+            finish_episode(self.root, self.meta, entry, ep._w_tmp, known=_manifest_entries(ep._w_known))
         except BaseException:
             self.meta.data["frequencies"] = old
             raise
@@ -685,6 +689,15 @@ def _given_metadata(metadata) -> dict | None:
     if not isinstance(doc, dict):
         raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
     return doc
+
+
+def _manifest_entries(known: dict[str, tuple]) -> dict[str, tuple[str, int]]:
+    """Manifest entries (relative path -> (sha256 hex, size)) of the frames hashed as written."""
+    out = {}
+    for camera, (stamps, sizes, digests) in known.items():
+        for i, (ts, size) in enumerate(zip(stamps, sizes)):
+            out[f"{layout.CAMERAS_DIR}/{camera}/{layout.frame_name(ts)}"] = (digests[32 * i:32 * i + 32].hex(), size)
+    return out
 
 
 def _encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
