@@ -142,14 +142,13 @@ class _Block:
 class _Stream:
     """Control-side state of one obs/action component."""
 
-    __slots__ = ("kind", "embodiment", "component", "name", "width", "attrs", "block", "last", "rows")
+    __slots__ = ("kind", "embodiment", "component", "name", "width", "attrs", "block", "last")
 
     def __init__(self, kind: str, embodiment: str, component: str | None, name: str, width: int):
         self.kind, self.embodiment, self.component, self.name, self.width = kind, embodiment, component, name, width
         self.attrs: tuple[str, ...] | None = None
         self.block: _Block | None = None
         self.last = -(1 << 63)
-        self.rows = 0
 
 
 @dataclass
@@ -158,7 +157,7 @@ class EpisodeResult:
 
     id: str
     entry: dict
-    rows: dict[str, int] = field(default_factory=dict)  # "obs/arms/right" -> rows
+    rows: dict[str, int] = field(default_factory=dict)  # "obs/arms/right" -> rows stored
     frames: dict[str, int] = field(default_factory=dict)  # camera -> frames
     dropped: dict[str, int] = field(default_factory=dict)  # stream or camera -> samples not stored
     seconds: float = 0.0  # time save() took (queue drained, files closed, committed)
@@ -239,14 +238,13 @@ class Episode:
         try:
             for name, v in values.items():
                 blk.values[name][i] = v
-        except KeyError as e:
+        except KeyError:
             raise ValueError(f"{st.name}: got attributes {sorted(values)}, the stream has {list(st.attrs)}") from None
         except (ValueError, TypeError) as e:
             raise ValueError(f"{st.name}: {name} must be {st.width} numbers ({e})") from None
         blk.ts[i] = ts
         blk.n = i + 1
         st.last = ts
-        st.rows += 1
         if blk.n == len(blk.ts):
             self._hand_over(st)
         if ts > self._now:
@@ -657,6 +655,7 @@ class Recorder:
     def _w_commit(self, ep: Episode, entry: dict) -> EpisodeResult | None:
         if ep._w_gone:
             return None
+        rows = {name: w.rows for (_kind, name), w in ep._w_streams.items()}  # stored (dropped blocks excluded)
         self._w_close_files(ep)
         measured = _nest({k: m.hz() for k, m in ep._w_rates.items()}, digits=3)
         entry = dict(entry)
@@ -672,7 +671,6 @@ class Recorder:
             self.meta.data["frequencies"] = old
             raise
         ep._w_gone = True
-        rows = {st.name: st.rows for st in ep._streams.values()}
         return EpisodeResult(ep.id, entry, rows, {c: n for c, n in ep._cam_frames.items()}, dict(ep.dropped))
 
 

@@ -25,6 +25,7 @@ from conftest import assert_reads_like_reference, run_cli
 from openarm_sim_dataset import Dataset, layout
 from openarm_sim_dataset.record import EpisodeDiscarded, Recorder, RecordError, RecorderLockError
 from openarm_sim_dataset.synthetic import MID_QPOS
+from openarm_sim_dataset.validate.core import validate
 
 T0 = 1_772_000_000_000_000_000
 STATE_NS = 4_000_000  # 250 Hz
@@ -101,7 +102,7 @@ def test_recorded_episodes_validate_and_read_back_exactly(tmp_path):
     assert meta["frequencies"] == {"obs": {"arms": {"right": 250.0, "left": 250.0}, "lifter": 250.0},
                                    "action": {"arms": {"right": 250.0, "left": 250.0}, "lifter": 250.0},
                                    "cameras": {"head": 25.0, "wrist_right": 25.0}}
-    report = Dataset(out).validate()
+    report = validate(Dataset(out))
     assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
     # our reader: exactly the values fed
     ds = Dataset(out)
@@ -123,7 +124,7 @@ def test_openarm_dataset_reads_recorded_values_identically(tmp_path, camera_form
             ep.save(success=bool(k))
     names = sorted(p.name for p in (out / "episodes/0/cameras").iterdir())
     assert names == (["head.tar", "wrist_right.tar"] if camera_format == "tar" else ["head", "wrist_right"])
-    assert Dataset(out).validate().valid
+    assert validate(Dataset(out)).valid
     # every stream (both arms, the lifter), stamp and JPEG byte read by openarm_dataset 0.4.0 equals ours
     assert assert_reads_like_reference(out) > 2 * 150 * (8 * 4 * 2 + 2)
 
@@ -281,7 +282,7 @@ def test_sigkill_mid_episode_leaves_a_dataset_that_opens_and_the_id_is_reused(tm
     # the killed recorder's dataset opens: episode 0 listed and complete, the partial one not listed
     ds = Dataset(out)
     assert ds.episode_ids == ["0"]
-    rows = {r.check: r for r in ds.validate()}
+    rows = {r.check: r for r in validate(ds)}
     assert "leftovers of uncommitted writes: .tmp-1." in rows["episode_folders"].detail
     assert all(r.passed or r.skipped for name, r in rows.items() if name != "episode_folders"), rows
     # the next recorder removes the partial episode and uses its id
@@ -331,3 +332,15 @@ def test_record_demo_runs_a_live_mujoco_episode(tmp_path):
         assert len(ds.load_obs(0)["arms/right/qpos"]) > 100 and ds.load_cameras(0)["head"].num_frames > 0
     else:
         assert "was discarded: camera 'head'" in r.stdout
+
+
+def test_tar_frames_written_as_they_come_keep_nothing_per_frame(tmp_path):
+    from openarm_sim_dataset.camera import Camera, FrameWriter
+
+    w = FrameWriter(tmp_path / "head.tar", "tar")
+    for k in range(20):
+        w.write(T0 + k, jpeg(k))
+        assert w._tar.members == []  # tarfile would keep every TarInfo: memory growing per frame
+    w.close()
+    cam = Camera("head", tmp_path / "head")  # the folder or, beside it, head.tar
+    assert cam.num_frames == 20 and cam.read_bytes(19) == jpeg(19)

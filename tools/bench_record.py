@@ -32,6 +32,7 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openarm_sim_dataset import Dataset, layout  # noqa: E402
+from openarm_sim_dataset.validate.core import validate  # noqa: E402
 from openarm_sim_dataset.record import Recorder  # noqa: E402
 from openarm_sim_dataset.synthetic import MID_QPOS  # noqa: E402
 
@@ -179,6 +180,7 @@ def run_memory(out: Path, minutes: float, payloads: list[bytes], camera_format: 
     report_every = int(max(1.0, minutes / 10) * 60 * STATE_HZ)
     half = rec.max_pending_bytes // 2
     qs = {s: np.stack([qpos(s, k) for k in range(1000)]) for s in layout.ARM_SIDES}
+    rss0 = rss_kib()[0]
     for k in range(ticks):
         t = t0 + k * 4_000_000
         for side in layout.ARM_SIDES:
@@ -205,6 +207,8 @@ def run_memory(out: Path, minutes: float, payloads: list[bytes], camera_format: 
     print(f"\nmemory: {minutes:g} min episode ({camera_format} cameras), {sum(res.rows.values()):,} rows, "
           f"{sum(res.frames.values()):,} frames, fed in {feed_s:.1f} s ({minutes * 60 / feed_s:.1f}x real time), "
           f"save() {save_s:.1f} s, dropped {rec.dropped_total}, peak queue {rec.peak_pending_bytes / 2**20:.1f} MiB")
+    print(f"  RSS before the episode (imports, payloads): {rss0 / 1024:.1f} MiB; the queue may hold "
+          f"{half / 2**20:.0f} MiB of it (the feeder waits above)")
     print("  recorded min   RSS MiB   peak MiB")
     for m, r, h in samples:
         print(f"  {m:12.1f} {r / 1024:9.1f} {h / 1024:10.1f}")
@@ -254,7 +258,7 @@ def main() -> None:
             print(f"  recorder: dropped {info['dropped']}, peak queue {info['peak_pending_mib']:.1f} MiB, "
                   f"{info['rows']:,} rows, {info['frames']:,} frames, save() {info['save_s']:.2f} s")
             print(f"  measured_hz: {info['measured_hz']}")
-            report = Dataset(scratch / "ours").validate(quick=True)
+            report = validate(Dataset(scratch / "ours"), quick=True)
             print(f"  dataset-validate: {report.summary()}" + "".join(f"; {r.check}: {r.detail}" for r in report if r.failed))
             shutil.rmtree(scratch / "sync")
         if not args.skip_memory:

@@ -31,6 +31,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from openarm_sim_dataset import Dataset, layout  # noqa: E402
 from openarm_sim_dataset.gl import check_rendering, import_mujoco  # noqa: E402
+from openarm_sim_dataset.validate.core import validate  # noqa: E402
 from openarm_sim_dataset.record import EpisodeDiscarded, Recorder  # noqa: E402
 
 STATE_HZ = 250
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"save {res.seconds:.2f} s; measured_hz {res.entry.get('measured_hz')}")
     cams.stop.set()
     cams.join()
-    report = Dataset(args.out).validate(quick=True)
+    report = validate(Dataset(args.out), quick=True)
     print(f"dataset-validate --quick {args.out}: {report.summary()}")
     for r in report:
         if r.failed:
