@@ -87,13 +87,17 @@ def control_loop(seconds: float, add_state, add_frame, payloads: list) -> dict[s
     period = 1.0 / STATE_HZ
     cam_period_ns = 10**9 // CAMERA_HZ
     n = int(seconds * STATE_HZ)
-    start = time.perf_counter()
+    end = time.perf_counter() + seconds
+    target = time.perf_counter()
     next_frame_ns = None
-    for k in range(n):
-        target = start + k * period
+    k = 0
+    while k < n and target < end:
+        # a fixed-rate loop: a late tick is late, the next one is due a period after it (no burst
+        # to catch up), so stamps are never closer than a period
         now = time.perf_counter()
         if now < target:
             time.sleep(target - now)
+        target = max(target, now) + period
         t = time.time_ns()
         stamps[k] = t
         for side in layout.ARM_SIDES:
@@ -107,13 +111,14 @@ def control_loop(seconds: float, add_state, add_frame, payloads: list) -> dict[s
         if next_frame_ns is None:
             next_frame_ns = t
         if t >= next_frame_ns:
-            next_frame_ns += cam_period_ns
+            next_frame_ns = max(next_frame_ns + cam_period_ns, t)  # late: no burst of frames either
             for ci, cam in enumerate(CAMERAS):
                 p = payloads[(k + ci) % len(payloads)]
                 a = time.perf_counter_ns()
                 add_frame(cam, t + ci, p)
                 lat["frame"].append(time.perf_counter_ns() - a)
-    d = np.diff(stamps)
+        k += 1
+    d = np.diff(stamps[:k])
     lat["gaps"] = int(np.sum(d > 1.5e9 / STATE_HZ))  # what dataset-validate's timestamps check counts
     lat["late_ms"] = float(np.max(d) / 1e6 - 1e3 / STATE_HZ)
     return lat
