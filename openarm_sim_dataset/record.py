@@ -414,7 +414,9 @@ class Recorder:
     cameras) and optionally ``location``/``operator``/``operation_type`` (default ``teleop``) and
     nominal ``frequencies`` (replaced by measured ones as episodes are saved). Required to create a
     dataset; on an existing one its ``equipment`` must equal the stored one, and tasks it adds are
-    appended. One recorder (or generator) per folder at a time: a second one is refused.
+    appended. ``camera_format`` (``dir``: one JPEG file per frame; ``tar``: one archive per camera,
+    the better choice for long episodes) must match the episodes already stored. One recorder (or
+    generator) per folder at a time: a second one is refused.
     """
 
     def __init__(self, out: str | os.PathLike, metadata: Mapping | str | os.PathLike | None = None, *,
@@ -464,6 +466,10 @@ class Recorder:
                                              f"{layout.FORMAT_VERSION} only (dataset-convert it first)")
             if meta.simulation is not None:
                 raise RecordError(meta_path, "is a simulated dataset (simulation: block); record into another folder")
+            stored = _camera_format_on_disk(self.root, meta)
+            if stored is not None and stored != self.camera_format:
+                raise RecordError(meta_path, f"its episodes store cameras as {stored!r}, not {self.camera_format!r} "
+                                             f"(one format per dataset: pass camera_format={stored!r})")
             if given is not None:
                 if given.get("equipment") != meta.data.get("equipment"):
                     raise RecordError(meta_path, "equipment differs from the metadata given to the recorder "
@@ -696,6 +702,16 @@ def _manifest_entries(known: dict[str, tuple]) -> dict[str, tuple[str, int]]:
         for i, (ts, size) in enumerate(zip(stamps, sizes)):
             out[f"{layout.CAMERAS_DIR}/{camera}/{layout.frame_name(ts)}"] = (digests[32 * i:32 * i + 32].hex(), size)
     return out
+
+
+def _camera_format_on_disk(root: Path, meta: Metadata) -> str | None:
+    """``dir`` or ``tar``: how the last listed episode stores its cameras (None: no camera stored)."""
+    for ep_id in reversed(meta.episode_ids):
+        cams = layout.episode_dir(root, ep_id) / layout.CAMERAS_DIR
+        if cams.is_dir():
+            for entry in os.scandir(cams):
+                return "tar" if entry.name.endswith(layout.TAR_SUFFIX) else "dir"
+    return None
 
 
 def _encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:

@@ -138,6 +138,8 @@ def test_discard_leaves_a_gap_that_a_later_recorder_keeps(tmp_path):
         ep.discard("operator pressed cancel")
         assert ep.discarded and not ep.add_obs("arms/right", T0 + 2 * 10**10, qpos=qpos("right", 0))
     assert sorted(p.name for p in (out / "episodes").iterdir()) == ["0"]
+    with pytest.raises(RecordError, match="store cameras as 'dir', not 'tar'"):
+        Recorder(out, camera_format="tar")  # one camera format per dataset
     with Recorder(out) as rec:  # a later process: metadata from the dataset
         record(ep := rec.start_episode(), T0 + 3 * 10**10, 100)
         assert ep.save().id == "2"
