@@ -84,16 +84,16 @@ def test_recorded_episodes_validate_and_read_back_exactly(tmp_path):
     fed: dict = {}
     with Recorder(out, metadata(lifter=True), rows_per_group=64) as rec:
         ep = rec.start_episode(0)
-        record(ep, T0, 300, lifter=True, fed=fed)
+        record(ep, T0, 200, lifter=True, fed=fed)
         res = ep.save(success=True, operator_note="first")
         ep1 = rec.start_episode(0)
-        record(ep1, T0 + 10**10, 200, lifter=True)
+        record(ep1, T0 + 10**10, 100, lifter=True)
         ep1.save(success=False)
-    assert res.id == "0" and res.rows["obs/arms/right"] == 300 and res.frames == {"head": 30, "wrist_right": 30}
+    assert res.id == "0" and res.rows["obs/arms/right"] == 200 and res.frames == {"head": 20, "wrist_right": 20}
     assert res.dropped == {} and rec.dropped_total == 0
-    # streamed in row groups as they came (300 rows / 64 per group)
+    # streamed in row groups as they came (200 rows / 64 per group)
     f = pq.ParquetFile(out / "episodes/0/obs/arms/right/state.parquet")
-    assert f.metadata.num_row_groups == 5 and f.metadata.num_rows == 300
+    assert f.metadata.num_row_groups == 4 and f.metadata.num_rows == 200
     meta = yaml.safe_load((out / "metadata.yaml").read_text())
     assert [e["id"] for e in meta["episodes"]] == ["0", "1"] and meta["operation_type"] == "teleop"
     assert meta["episodes"][0]["operator_note"] == "first" and meta["episodes"][1]["success"] is False
@@ -109,7 +109,7 @@ def test_recorded_episodes_validate_and_read_back_exactly(tmp_path):
     obs = ds.load_obs(0)
     np.testing.assert_array_equal(obs["arms/right/qpos"].to_numpy(np.float32), np.array(fed["right"]))
     np.testing.assert_array_equal(obs["arms/right/qpos"].index.to_numpy().astype(np.int64),
-                                  T0 + np.arange(300) * STATE_NS)
+                                  T0 + np.arange(200) * STATE_NS)
     assert ds.load_cameras(0)["head"].get_frame(3).read_bytes() == jpeg(30)
 
 
