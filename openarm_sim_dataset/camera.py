@@ -289,23 +289,67 @@ class Camera:
         return f"Camera({self.name!r}, {self.format}, {self.num_frames} frames)"
 
 
+class FrameWriter:
+    """Frames of one camera written as they come: ``<ns>.jpeg`` files in a folder (``camera_format``
+    ``dir``) or members appended to one uncompressed tar (``tar``, reproducible headers: mtime 0, mode
+    0644). Nothing here is atomic: the target lies in an episode's temporary folder, or the caller
+    renames it (:func:`write_camera_tar`). The caller gives increasing, unique timestamps."""
+
+    def __init__(self, path: Path, camera_format: str = "dir"):
+        self.path = Path(path)
+        self.format = camera_format
+        self.frames = 0
+        self.bytes = 0
+        self._tar: tarfile.TarFile | None = None
+        if camera_format == "dir":
+            self.path.mkdir(parents=True)
+        elif camera_format == "tar":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._tar = tarfile.open(self.path, mode="w", format=tarfile.USTAR_FORMAT)
+        else:
+            raise ValueError(f"camera_format must be 'dir' or 'tar', not {camera_format!r}")
+
+    def write(self, timestamp_ns: int, data: bytes) -> Path:
+        """Store one JPEG frame stamped ``timestamp_ns`` (int ns); returns the file (or the archive)."""
+        name = layout.frame_name(timestamp_ns)
+        if self._tar is None:
+            out = self.path / name
+            out.write_bytes(data)
+        else:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = 0
+            self._tar.addfile(info, io.BytesIO(data))
+            self._tar.members.clear()  # TarFile keeps every member it wrote: memory would grow per frame
+            out = self.path
+        self.frames += 1
+        self.bytes += len(data)
+        return out
+
+    def close(self) -> None:
+        """Finish the archive (a folder needs nothing)."""
+        if self._tar is not None:
+            self._tar.close()
+            self._tar = None
+
+
 def write_camera_dir(out: Path, frames: Iterator[tuple[int, bytes]]) -> None:
     """Write frames ``(timestamp_ns, jpeg_bytes)`` as ``out/<ns>.jpeg`` files (out must not exist)."""
-    out.mkdir(parents=True)
+    w = FrameWriter(out, "dir")
     for ts, data in frames:
-        (out / layout.frame_name(ts)).write_bytes(data)
+        w.write(ts, data)
 
 
 def write_camera_tar(out: Path, frames: Iterator[tuple[int, bytes]]) -> None:
     """Write frames as one uncompressed tar ``out`` with reproducible headers (mtime 0, mode 0644)."""
 
     def write(tmp: Path) -> None:
-        with tarfile.open(tmp, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        w = FrameWriter(tmp, "tar")
+        try:
             for ts, data in frames:
-                info = tarfile.TarInfo(layout.frame_name(ts))
-                info.size = len(data)
-                info.mode = 0o644
-                info.mtime = 0
-                tf.addfile(info, io.BytesIO(data))
+                w.write(ts, data)
+        finally:
+            w.close()
 
     atomic_write_with(out, write)
