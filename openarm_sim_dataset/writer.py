@@ -45,12 +45,15 @@ class EpisodeData:
     """Everything one episode stores. Keys of ``obs``/``action`` are ``(embodiment, component)``,
     component None for the lifter. ``cameras`` map a name to ``(timestamp_ns, jpeg_bytes)`` pairs.
     ``files`` are extra files (relative path inside the episode -> bytes or a source Path),
-    e.g. the simulation sidecar under ``sim/``."""
+    e.g. the simulation sidecar under ``sim/``. ``tree``: instead of all that, a temporary folder
+    ``episodes/.tmp-...`` of the output that another process already filled with the whole episode, its
+    manifest included (e.g. a Ray worker writing to a shared filesystem): committed by renaming it."""
 
     obs: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
     action: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
     cameras: dict[str, Iterable[tuple[int, bytes]]] = field(default_factory=dict)
     files: dict[str, bytes | Path] = field(default_factory=dict)
+    tree: Path | None = None
 
 
 def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "dir", with_manifest: bool = True) -> None:
@@ -103,9 +106,15 @@ def commit_episode(root: Path, meta: Metadata, entry: Mapping, data: EpisodeData
     if final.exists():
         raise OutputExistsError(final, "episode folder already exists")
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(final)
+    if data.tree is not None:
+        tmp = Path(data.tree)
+        if tmp.parent.resolve() != final.parent.resolve() or not tmp.name.startswith(f"{TMP_PREFIX}{final.name}.") or not tmp.is_dir():
+            raise ValueError(f"{tmp}: not a temporary episode folder of {final.parent}")
+    else:
+        tmp = tmp_name(final)
     try:
-        write_episode_tree(tmp, data, camera_format)
+        if data.tree is None:
+            write_episode_tree(tmp, data, camera_format)
         commit_dir(tmp, final)
     except BaseException:
         remove_tree(tmp)
