@@ -4,6 +4,7 @@ in this process; subprocess drivers join it by address. Costly (Ray starts in ~1
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -120,3 +121,32 @@ def test_worker_with_another_model_is_refused(cluster, tmp_path):
     assert "asset files differ: openarm_bimanual.xml" in msg, msg
     assert "\n" not in msg
     assert Dataset(out).episode_ids == []  # the run stopped; nothing of that worker was listed
+
+
+def _validate_rows(path: Path, *extra: str) -> tuple[int, dict]:
+    from conftest import run_cli
+
+    r = run_cli("validate", path, "--json", "--no-update-metadata", *extra, check=None)
+    assert r.returncode in (0, 1), r
+    doc = json.loads(r.stdout)
+    for row in doc["rows"]:  # the integrity row reports its hashing speed: a measurement, not a result
+        row["detail"] = re.sub(r"\(\d+ MB/s\)", "(... MB/s)", row["detail"])
+    return r.returncode, doc
+
+
+@pytest.mark.parametrize("fault", [None, "depth_in_mm", "model_changed", "stale_frame"])
+def test_validate_on_ray_rows_equal_local(cluster, generated, tmp_path, fault):
+    from corrupt import plant
+
+    path = generated
+    if fault is not None:
+        path = tmp_path / "ds"
+        plant(generated, path, fault)
+    code, local = _validate_rows(path)
+    code_ray, on_ray = _validate_rows(path, "--ray", cluster)
+    assert (code_ray, on_ray) == (code, local)
+    assert code == (0 if fault is None else 1)
+    failed = {r["check"] for r in local["rows"] if r["status"] == "fail"}
+    expected = {None: set(), "depth_in_mm": {"sim_geometry"}, "model_changed": {"sim_replay", "sim_render"},
+                "stale_frame": {"sim_render"}}[fault]
+    assert expected <= failed, failed
