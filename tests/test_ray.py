@@ -150,3 +150,57 @@ def test_validate_on_ray_rows_equal_local(cluster, generated, tmp_path, fault):
     expected = {None: set(), "depth_in_mm": {"sim_geometry"}, "model_changed": {"sim_replay", "sim_render"},
                 "stale_frame": {"sim_render"}}[fault]
     assert expected <= failed, failed
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _recording_worker() -> int | None:
+    """A worker process of this test's cluster recording an episode now (Ray titles it by its task)."""
+    for pid in _descendants(os.getpid()):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::record_task"):
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def test_lost_worker_is_retried_to_the_same_result(cluster, local3, tmp_path):
+    import threading
+
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            pid = _recording_worker()
+            if pid is not None:
+                time.sleep(0.5)  # mid-episode
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+
+    t = threading.Thread(target=kill_one)
+    t.start()
+    out = tmp_path / "out"
+    try:
+        summary = generate(out, range(3), tiny_config(), ray=RayOptions())
+    finally:
+        t.join()
+    assert killed, "no worker was seen recording"
+    assert summary.made == 3
+    assert tree_bytes(out, skip=()) == tree_bytes(local3, skip=())

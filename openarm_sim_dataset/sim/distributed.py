@@ -26,6 +26,7 @@ from pathlib import Path
 from .. import layout
 from ..cluster import (MAX_RETRIES, ClusterError, RayOptions, WorkerMismatch, checked_worker, environment,
                        import_ray, lost_task_message, node_name, ordered_results, window)
+from ..atomic import TMP_PREFIX, remove_tree
 from ..errors import DatasetError
 from ..writer import EpisodeData, write_episode_tree
 
@@ -105,5 +106,10 @@ def record_on_ray(out: Path, todo: list[int], cfg, opts: RayOptions, driver_env:
             kind, payload, result = answer
             data = EpisodeData(files=payload) if kind == "files" else EpisodeData(tree=Path(payload))
             yield index, RecordedEpisode(data, result, {}, {})
+        if shared is not None:
+            # every task has answered and the output is locked: a temporary folder left now is the
+            # partial write of an attempt whose worker died (Ray ran the task again elsewhere)
+            for leftover in (Path(out) / layout.EPISODES_DIR).glob(f"{TMP_PREFIX}*"):
+                remove_tree(leftover)
     except ray.exceptions.RayError as e:
         raise ClusterError(None, f"a Ray task failed beyond its {MAX_RETRIES} retries: {lost_task_message(e)}") from None
