@@ -135,13 +135,14 @@ def _validate_rows(path: Path, *extra: str) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize("fault", [None, "depth_in_mm", "model_changed", "stale_frame"])
-def test_validate_on_ray_rows_equal_local(cluster, generated, tmp_path, fault):
+def test_validate_on_ray_rows_equal_local(cluster, generated, generated_one, tmp_path, fault):
     from corrupt import plant
 
-    path = generated
+    path = generated  # two episodes: rows merged from two tasks
     if fault is not None:
         path = tmp_path / "ds"
-        plant(generated, path, fault)
+        # a fault planted in episode 0 needs no second episode (half the work); depth_in_mm is in episode 1
+        plant(generated if fault == "depth_in_mm" else generated_one, path, fault)
     code, local = _validate_rows(path)
     code_ray, on_ray = _validate_rows(path, "--ray", cluster)
     assert (code_ray, on_ray) == (code, local)

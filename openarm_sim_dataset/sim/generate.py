@@ -284,12 +284,17 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     (:mod:`.distributed`) instead of ``workers`` local processes; the output is the same file for file."""
     out = Path(out)
     check_rendering()  # a machine that cannot render fails here, before the output exists
-    started = None
+    started = False
     if ray is not None:
-        from ..cluster import connect
+        from ..cluster import connect, disconnect
 
         started = connect(ray)  # a missing ray or an unreachable cluster: before the output exists
-    lock = OutputLock(out)
+    try:
+        lock = OutputLock(out)
+    except BaseException:
+        if started:
+            disconnect(started)
+        raise
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / LEGACY_LOCK_FILE).unlink(missing_ok=True)  # a dataset folder holds only the dataset
@@ -322,8 +327,6 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     finally:
         lock.release()
         if started:
-            from ..cluster import disconnect
-
             disconnect(started)
 
 

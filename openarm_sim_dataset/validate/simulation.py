@@ -268,8 +268,10 @@ def _fixed_camera(ctx: Context) -> str | None:
 
 def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | None:
     """Pixel distances between projected cube centres and their mask centroids in ``cam``."""
+    if cam is None:
+        return None
     side, fr = ctx.sidecar(ep), ctx.frames(ep)
-    if cam is None or not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+    if not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
         return None
     K = _K(ctx, cam)
     labels = fr[f"labels_{cam}"]
@@ -316,8 +318,10 @@ def _wrist_camera(ctx: Context) -> str | None:
 
 def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | None:
     """(frames with the red cube centre in view of ``cam``, of them on its own label)."""
+    if cam is None:
+        return None
     side, fr = ctx.sidecar(ep), ctx.frames(ep)
-    if cam is None or not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+    if not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
         return None
     K = _K(ctx, cam)
     labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
