@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import SUBPROCESS_ENV, TINY, tiny_config, tree_bytes
 
@@ -134,7 +135,7 @@ def _validate_rows(path: Path, *extra: str) -> tuple[int, dict]:
     return r.returncode, doc
 
 
-@pytest.mark.parametrize("fault", [None, "depth_in_mm", "model_changed", "stale_frame"])
+@pytest.mark.parametrize("fault", [None, "depth_in_mm", "model_changed", "stale_frame", "no_jpeg_quality"])
 def test_validate_on_ray_rows_equal_local(cluster, generated, generated_one, tmp_path, fault):
     from corrupt import plant
 
@@ -142,14 +143,20 @@ def test_validate_on_ray_rows_equal_local(cluster, generated, generated_one, tmp
     if fault is not None:
         path = tmp_path / "ds"
         # a fault planted in episode 0 needs no second episode (half the work); depth_in_mm is in episode 1
-        plant(generated if fault == "depth_in_mm" else generated_one, path, fault)
+        if fault == "no_jpeg_quality":  # raises inside sim_render's per-episode part: the error travels back
+            shutil.copytree(generated_one, path)
+            doc = yaml.safe_load((path / "metadata.yaml").read_text())
+            del doc["simulation"]["jpeg_quality"]
+            (path / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        else:
+            plant(generated if fault == "depth_in_mm" else generated_one, path, fault)
     code, local = _validate_rows(path)
     code_ray, on_ray = _validate_rows(path, "--ray", cluster)
     assert (code_ray, on_ray) == (code, local)
     assert code == (0 if fault is None else 1)
     failed = {r["check"] for r in local["rows"] if r["status"] == "fail"}
     expected = {None: set(), "depth_in_mm": {"sim_geometry"}, "model_changed": {"sim_replay", "sim_render"},
-                "stale_frame": {"sim_render"}}[fault]
+                "stale_frame": {"sim_render"}, "no_jpeg_quality": {"sim_render"}}[fault]
     assert expected <= failed, failed
 
 

@@ -93,10 +93,6 @@ def _K(ctx: Context, cam: str) -> np.ndarray:
     return np.asarray(_sim(ctx)["cameras"][cam]["K"], dtype=np.float64)
 
 
-def _missing(ctx: Context) -> list[str]:
-    return [ep for ep in ctx.episodes if not isinstance(ctx.sidecar(ep), dict)]
-
-
 def project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pixel coordinates (N, 2) and depth along the optical axis (N,) of world points (N, 3)."""
     R = mat.reshape(3, 3)
@@ -117,18 +113,27 @@ def back_project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, uv: np.ndarray
 
 
 # ----------------------------------------------------------------------------------- checks
-def check_sim_episodes(ctx: Context) -> Outcome:
-    missing = _missing(ctx)
+def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
+    """Why episode ``ep`` has no usable sidecar, or None."""
+    side = ctx.sidecar(ep)
+    return None if isinstance(side, dict) else side
+
+
+def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    missing = [ep for ep, problem in parts.items() if problem is not None]
     root = ctx.ds.root / layout.EPISODES_DIR
     orphans = sorted(p.parent.name for p in root.glob(f"*/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}")
                      if p.parent.parent.name not in set(ctx.ds.episode_ids)) if root.is_dir() else []
     n = len(ctx.episodes) - len(missing)
     detail = f"{n} sidecars for {len(ctx.episodes)} episodes"
     if missing:
-        detail += f"; missing/unreadable: {ctx.sidecar(missing[0])}"
+        detail += f"; missing/unreadable: {parts[missing[0]]}"
     if orphans:
         detail += f"; {len(orphans)} sidecar(s) of unlisted episodes"
     return Outcome(not missing and not orphans, detail, missing)
+
+
+check_sim_episodes = EpisodeCheck(_sidecar_problem, _episodes_reduce)
 
 
 def check_sim_provenance(ctx: Context) -> Outcome:
@@ -145,7 +150,7 @@ def check_sim_provenance(ctx: Context) -> Outcome:
     return Outcome(not diffs, detail, list(ctx.episodes) if diffs else [])
 
 
-def check_sim_schema(ctx: Context) -> Outcome:
+def _schema_prepare(ctx: Context) -> tuple:
     mujoco = import_mujoco()
 
     m = model(ctx)
@@ -153,58 +158,89 @@ def check_sim_schema(ctx: Context) -> Outcome:
     size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION)
     shapes = sidecar.expected_shapes(cams, m.nq, m.nv, m.nu, size)
     w, h = int(_sim(ctx)["scene"]["width"]), int(_sim(ctx)["scene"]["height"])
+    return cams, shapes, w, h
+
+
+def _schema_episode(ctx: Context, ep: str, prep: tuple) -> tuple[str, str | None]:
+    """``("missing", why)`` without a usable sidecar, else ``("ok", first problem or None)``."""
+    cams, shapes, w, h = prep
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return "missing", side
+    problems = sidecar.check_arrays(side, shapes, ctx.sim_dir(ep))
+    frames = ctx.frames(ep)
+    if isinstance(frames, str):
+        problems.append(frames)
+    else:
+        nf = len(side.get("step", []))
+        for cam in cams:
+            for key, dtype in ((f"depth_{cam}", np.float32), (f"labels_{cam}", np.uint8)):
+                a = frames.get(key)
+                if a is None:
+                    problems.append(f"missing {key}")
+                elif a.dtype != dtype or a.shape != (nf, h, w):
+                    problems.append(f"{key} is {a.dtype}{a.shape}, expected {np.dtype(dtype)}{(nf, h, w)}")
+    return "ok", (problems[0] if problems else None)
+
+
+def _schema_reduce(ctx: Context, prep: tuple, parts: dict) -> Outcome:
+    shapes = prep[1]
     bad, first = [], None
-    for ep, side in ctx.good_sidecars().items():
-        problems = sidecar.check_arrays(side, shapes, ctx.sim_dir(ep))
-        frames = ctx.frames(ep)
-        if isinstance(frames, str):
-            problems.append(frames)
-        else:
-            nf = len(side.get("step", []))
-            for cam in cams:
-                for key, dtype in ((f"depth_{cam}", np.float32), (f"labels_{cam}", np.uint8)):
-                    a = frames.get(key)
-                    if a is None:
-                        problems.append(f"missing {key}")
-                    elif a.dtype != dtype or a.shape != (nf, h, w):
-                        problems.append(f"{key} is {a.dtype}{a.shape}, expected {np.dtype(dtype)}{(nf, h, w)}")
-        if problems:
+    for ep, (kind, problem) in parts.items():
+        if kind == "ok" and problem is not None:
             bad.append(ep)
-            first = first or f"episode {ep}: {problems[0]}"
-    n = len(ctx.good_sidecars())
-    missing = _missing(ctx)
+            first = first or f"episode {ep}: {problem}"
+    n = sum(kind == "ok" for kind, _ in parts.values())
+    missing = [ep for ep, (kind, _) in parts.items() if kind == "missing"]
     if missing and not first:
-        first = f"episode {missing[0]}: {ctx.sidecar(missing[0])}"
+        first = f"episode {missing[0]}: {parts[missing[0]][1]}"
     return Outcome(not bad and not missing and n > 0, f"{n} sidecars, {len(shapes)} arrays each" + (f"; {first}" if first else ""),
                    bad + missing)
 
 
-def check_sim_ranges(ctx: Context) -> Outcome:
-    bad, first, frames = [], None, 0
+check_sim_schema = EpisodeCheck(_schema_episode, _schema_reduce, _schema_prepare)
+
+
+def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] | None:
+    """(frames with object poses, first problem or None); None without a usable sidecar."""
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
     known = np.array(sorted(sidecar.LABELS), dtype=np.uint8)
-    for ep, side in ctx.good_sidecars().items():
-        problems = []
-        steps = side.get("step")
-        if steps is not None and len(steps) > 1 and len(np.unique(np.diff(steps))) != 1:
-            problems.append("frame interval not constant")
-        pose = side.get("object_pose")
-        if pose is not None and pose.size:
-            frames += len(pose)
-            err = np.abs(np.linalg.norm(pose[..., 3:7], axis=-1) - 1)
-            if np.max(err) > 1e-6:
-                problems.append(f"object quaternions off unit norm by {np.max(err):.2g}")
-        fr = ctx.frames(ep)
-        if isinstance(fr, dict):
-            for key, a in fr.items():
-                if key.startswith("depth_") and not (np.all(np.isfinite(a)) and np.all(a > 0)):
-                    problems.append(f"{key}: non-finite or non-positive depth")
-                if key.startswith("labels_") and not np.all(np.isin(np.unique(a), known)):
-                    problems.append(f"{key}: unknown labels {sorted(set(np.unique(a)) - set(known))}")
-        if problems:
+    problems, frames = [], 0
+    steps = side.get("step")
+    if steps is not None and len(steps) > 1 and len(np.unique(np.diff(steps))) != 1:
+        problems.append("frame interval not constant")
+    pose = side.get("object_pose")
+    if pose is not None and pose.size:
+        frames += len(pose)
+        err = np.abs(np.linalg.norm(pose[..., 3:7], axis=-1) - 1)
+        if np.max(err) > 1e-6:
+            problems.append(f"object quaternions off unit norm by {np.max(err):.2g}")
+    fr = ctx.frames(ep)
+    if isinstance(fr, dict):
+        for key, a in fr.items():
+            if key.startswith("depth_") and not (np.all(np.isfinite(a)) and np.all(a > 0)):
+                problems.append(f"{key}: non-finite or non-positive depth")
+            if key.startswith("labels_") and not np.all(np.isin(np.unique(a), known)):
+                problems.append(f"{key}: unknown labels {sorted(set(np.unique(a)) - set(known))}")
+    return frames, (problems[0] if problems else None)
+
+
+def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    bad, first, frames = [], None, 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        frames += part[0]
+        if part[1] is not None:
             bad.append(ep)
-            first = first or f"episode {ep}: {problems[0]}"
+            first = first or f"episode {ep}: {part[1]}"
     return Outcome(not bad, f"{frames} frames: constant interval, unit quaternions, finite positive depth, known labels"
                    + (f"; {first}" if first else ""), bad)
+
+
+check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce)
 
 
 def _plane_heights(ctx: Context) -> dict[int, float]:
