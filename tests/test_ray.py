@@ -124,6 +124,14 @@ def test_worker_with_another_model_is_refused(cluster, tmp_path):
     assert Dataset(out).episode_ids == []  # the run stopped; nothing of that worker was listed
 
 
+def test_validation_worker_with_another_model_is_refused(cluster, generated_one, tmp_path):
+    from openarm_sim_dataset.validate import validate
+
+    src = _other_openarm_mujoco(tmp_path / "other")
+    with pytest.raises(ClusterError, match=r"differs from the driver: .*asset files differ: openarm_bimanual\.xml"):
+        validate(Dataset(generated_one), ray=RayOptions(runtime_env={"env_vars": {"PYTHONPATH": str(src)}}))
+
+
 def _validate_rows(path: Path, *extra: str) -> tuple[int, dict]:
     from conftest import run_cli
 
