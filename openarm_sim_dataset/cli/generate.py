@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(indices), unit="ep", desc="generate", file=sys.stderr)
+            # episodes/s even below one per second (tqdm would switch to s/ep)
+            bar = tqdm(total=len(indices), unit="ep", desc="generate", file=sys.stderr,
+                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
         t0 = time.perf_counter()
 
         outcomes: Counter = Counter()
