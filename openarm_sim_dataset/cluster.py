@@ -74,9 +74,11 @@ def connect(opts: RayOptions) -> bool:
         return False
     import logging
 
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    kwargs: dict[str, Any] = dict(logging_level=logging.WARNING)
     if opts.address is None:
-        kwargs["num_cpus"] = opts.num_cpus
+        kwargs.update(num_cpus=opts.num_cpus, include_dashboard=False)
+    if not (opts.address or "").startswith("ray://"):  # Ray Client passes the rest to the server's ray.init
+        kwargs["log_to_driver"] = False  # workers' output stays in the cluster's logs; answers come as values
     try:
         ray.init(address=opts.address, **kwargs)
     except Exception as e:  # ConnectionError, RuntimeError, ValueError: all mean "no cluster there"
