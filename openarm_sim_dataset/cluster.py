@@ -72,6 +72,7 @@ def connect(opts: RayOptions) -> bool:
     ray = import_ray()
     if ray.is_initialized():
         return False
+    _reachable(opts.address)
     import logging
 
     kwargs: dict[str, Any] = dict(logging_level=logging.WARNING)
@@ -85,6 +86,20 @@ def connect(opts: RayOptions) -> bool:
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
         raise ClusterError(opts.address or "local Ray", f"cannot start or reach the Ray cluster ({first})") from None
     return True
+
+
+def _reachable(address: str | None, timeout: float = 5.0) -> None:
+    """Refuse a ``host:port`` (or ``ray://host:port``) nobody listens on at once: Ray itself keeps
+    trying for minutes. ``None`` and ``auto`` are Ray's to resolve."""
+    if not address or address == "auto":
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise ClusterError(address, "not a Ray address (auto, host:port or ray://host:port)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ClusterError(address, f"cannot reach the Ray cluster ({e.strerror or e})") from None
 
 
 def disconnect(started: bool) -> None:

@@ -35,6 +35,7 @@ def test_validate_without_ray_is_one_line_naming_pip_install(no_ray, generated_o
     (["--ray-shared-fs"], "need --ray"),
     (["--ray-max-in-flight", "2"], "need --ray"),
     (["--ray", "--workers", "2"], "exclude each other"),
+    (["--ray", "--ray-max-in-flight", "0"], "must be >= 1"),
 ])
 def test_bad_ray_arguments_refused_before_any_output(tmp_path, args, words):
     out = tmp_path / "out"
@@ -52,3 +53,18 @@ def test_differences_name_what_differs():
                                            f"model_sha256: driver {'a' * 12}, worker {'b' * 12}",
                                            "asset files differ: x.xml"]
     assert differences(driver, {k: v for k, v in driver.items() if k != "numpy"}) == ["numpy: driver '2.0', worker None"]
+
+
+def test_unreachable_cluster_is_one_line_before_any_output(tmp_path):
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as s:  # a port that is bound but never listened on: connections are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        out = tmp_path / "out"
+        r = run_cli("generate", "--out", out, "--episodes", "1", *TINY, "--ray", f"127.0.0.1:{port}", check=2)
+        assert r.stderr.startswith(f"dataset-generate: error: 127.0.0.1:{port}: cannot reach the Ray cluster")
+        assert r.stderr.count("\n") == 1 and not out.exists()
+        r = run_cli("generate", "--out", out, "--episodes", "1", *TINY, "--ray", "nonsense", check=2)
+        assert "not a Ray address" in r.stderr and not out.exists()

@@ -80,6 +80,8 @@ def ray_options(args: argparse.Namespace):
         return None
     from ..cluster import RayOptions
 
+    if args.ray_max_in_flight is not None and args.ray_max_in_flight < 1:
+        raise ValueError("--ray-max-in-flight must be >= 1")
     return RayOptions(address=None if args.ray == LOCAL else args.ray, shared_fs=args.ray_shared_fs,
                       max_in_flight=args.ray_max_in_flight)
 
