@@ -46,12 +46,15 @@ class EpisodeData:
     """Everything one episode stores. Keys of ``obs``/``action`` are ``(embodiment, component)``,
     component None for the lifter. ``cameras`` map a name to ``(timestamp_ns, jpeg_bytes)`` pairs.
     ``files`` are extra files (relative path inside the episode -> bytes or a source Path),
-    e.g. the simulation sidecar under ``sim/``."""
+    e.g. the simulation sidecar under ``sim/``. ``tree``: instead of all that, a temporary folder
+    ``episodes/.tmp-...`` of the output that another process already filled with the whole episode, its
+    manifest included (e.g. a Ray worker writing to a shared filesystem): committed by renaming it."""
 
     obs: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
     action: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
     cameras: dict[str, Iterable[tuple[int, bytes]]] = field(default_factory=dict)
     files: dict[str, bytes | Path] = field(default_factory=dict)
+    tree: Path | None = None
 
 
 def stream_path(ep_dir: Path, kind: str, embodiment: str, component: str | None, attribute: str | None = None) -> Path:
@@ -176,12 +179,22 @@ def commit_episode(root: Path, meta: Metadata, entry: Mapping, data: EpisodeData
     ``entry`` is the metadata entry (``id`` required); ``meta`` is updated in memory and on disk.
     """
     root = Path(root)
-    tmp = begin_episode(root, layout.check_name(entry["id"], "episode id", root / layout.METADATA_FILE))
-    try:
-        write_episode_tree(tmp, data, camera_format)
-    except BaseException:
-        remove_tree(tmp)
-        raise
+    episode_id = layout.check_name(entry["id"], "episode id", root / layout.METADATA_FILE)
+    if data.tree is not None:
+        # written in place by a worker on a shared filesystem (manifest included): only committed here
+        final = layout.episode_dir(root, episode_id)
+        tmp = Path(data.tree)
+        if tmp.parent.resolve() != final.parent.resolve() or not tmp.name.startswith(f"{TMP_PREFIX}{final.name}.") or not tmp.is_dir():
+            raise ValueError(f"{tmp}: not a temporary episode folder of {final.parent}")
+        if final.exists():
+            raise OutputExistsError(final, "episode folder already exists")
+    else:
+        tmp = begin_episode(root, episode_id)
+        try:
+            write_episode_tree(tmp, data, camera_format)
+        except BaseException:
+            remove_tree(tmp)
+            raise
     finish_episode(root, meta, entry, tmp, with_manifest=False)
 
 

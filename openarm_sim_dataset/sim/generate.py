@@ -233,11 +233,24 @@ def _open_output(out: Path, cfg: GenerateConfig, sim: dict) -> Metadata:
 
 
 def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = GenerateConfig(), workers: int = 1,
-             progress: Callable[[int, dict], None] | None = None) -> GenerateSummary:
-    """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order."""
+             progress: Callable[[int, dict], None] | None = None, ray=None) -> GenerateSummary:
+    """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order.
+
+    ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions` to record the episodes as Ray tasks
+    (:mod:`.distributed`) instead of ``workers`` local processes; the output is the same file for file."""
     out = Path(out)
     check_rendering()  # a machine that cannot render fails here, before the output exists
-    lock = OutputLock(out)
+    started = False
+    if ray is not None:
+        from ..cluster import connect, disconnect
+
+        started = connect(ray)  # a missing ray or an unreachable cluster: before the output exists
+    try:
+        lock = OutputLock(out)
+    except BaseException:
+        if started:
+            disconnect(started)
+        raise
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / LEGACY_LOCK_FILE).unlink(missing_ok=True)  # a dataset folder holds only the dataset
@@ -250,7 +263,14 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         have = {e: ep for e, ep in zip(meta.episode_ids, meta.episodes)}
         todo = [i for i in indices if str(i) not in have]
         summary = GenerateSummary([have[str(i)] for i in indices if str(i) in have], 0, len(indices) - len(todo))
-        for index, rec in _record_all(todo, cfg, workers, model, renderer):
+        if ray is None:
+            source = _record_all(todo, cfg, workers, model, renderer)
+        else:
+            from ..cluster import environment
+            from .distributed import record_on_ray
+
+            source = record_on_ray(out, todo, cfg, ray, environment(cfg.scene, renderer.gl_renderer))
+        for index, rec in source:
             entry = episode_entry(index, rec, cfg)
             commit_episode(out, meta, entry, rec.data, cfg.camera_format)
             summary.episodes.append(entry)
@@ -262,6 +282,8 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         return summary
     finally:
         lock.release()
+        if started:
+            disconnect(started)
 
 
 def _record_all(todo: list[int], cfg: GenerateConfig, workers: int, model, renderer) -> Iterator[tuple[int, RecordedEpisode]]:
