@@ -252,3 +252,18 @@ def test_mixed_generation_tasks_prompts_regeneration_and_shards(tmp_path):
     bim = [ep["id"] for ep in ds.episodes if ep["task"] in ("bimanual_tray", "stack_red_on_blue")][:1]
     r = run_cli("validate", one, "--no-update-metadata", "--regenerate", *bim, check=0)
     assert "[pass] sim_regenerate" in r.stdout
+
+
+def test_merge_refuses_inputs_drawn_from_other_task_lists(generated_one, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(generated_one, a)
+    shutil.copytree(generated_one, b)
+    meta = yaml.safe_load((b / "metadata.yaml").read_text())
+    meta["simulation"]["tasks"] = {"names": ["pick_place", "tray_green"], "weights": [1.0, 1.0],
+                                   "stream": TASK_STREAM, "rule": "..."}
+    (b / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    r = run_cli("merge", a, b, "-o", tmp_path / "m", check=2)
+    assert "simulation.tasks" in r.stderr and not (tmp_path / "m").exists()
+    run_cli("merge", a, b, "-o", tmp_path / "m", "--allow-mixed-provenance")
+    eps = yaml.safe_load((tmp_path / "m" / "metadata.yaml").read_text())["episodes"]
+    assert "tasks" not in eps[0]["provenance"] and eps[1]["provenance"]["tasks"]["names"][1] == "tray_green"
