@@ -99,7 +99,9 @@ class EpisodeParams:
         ik_seed: seed of the IK restart generator.
         task: registry name of the task (:mod:`openarm_sim_dataset.sim.tasks`).
         side: the arm that acts (``"right"``/``"left"``; ``"both"`` for bimanual tasks).
-        goal: a task-specific target (x, y) in world m (e.g. where to put a cube down), or ().
+        goal: task-specific values, or (): ``unload_*``: the put-down point (x, y), world m;
+            ``stack_*``: the standard-normal draws (dx, dy, dyaw) of the base cube's estimate;
+            ``bimanual_tray``: (+1,) when the red cube starts on the right, (-1,) on the left.
         meta: seed inputs and other JSON-able metadata (``{"seed":..,"index":..,..}``).
     """
 
@@ -588,6 +590,8 @@ class ScriptedController:
         self.tray_xy, self.tray_half = tray_geometry(model)
         self._ctrl = np.zeros(model.nu)
         self.targets: Dict[str, np.ndarray] = {"right": np.zeros(8), "left": np.zeros(8)}
+        self.right: ArmIndex = arm_index(model, "right")
+        self.left: ArmIndex = arm_index(model, "left")
         self.lanes: List[Lane] = self.make_lanes()
         self.count_arm_contacts = count_arm_contacts
         if count_arm_contacts:
@@ -621,9 +625,8 @@ class ScriptedController:
         self.step_index = 0
         self.arm_contacts = 0
         self._ctrl[:] = data.ctrl
-        for side in ("right", "left"):
-            a = arm_index(self.model, side)
-            self.targets[side] = data.ctrl[a.actuators].copy()
+        for a in (self.right, self.left):
+            self.targets[a.side] = data.ctrl[a.actuators].copy()
         for lane in self.lanes:
             lane.reset(data)
         self._data = data
