@@ -250,7 +250,7 @@ def test_mixed_generation_tasks_prompts_regeneration_and_shards(tmp_path):
     assert tree_bytes(tmp_path / "merged") == tree_bytes(one)
     # the validator rebuilds each episode's own task from its seed inputs
     bim = [ep["id"] for ep in ds.episodes if ep["task"] in ("bimanual_tray", "stack_red_on_blue")][:1]
-    r = run_cli("validate", one, "--no-update-metadata", "--regenerate", *bim, check=0)
+    r = run_cli("validate", one, "--no-update-metadata", "--episodes", *bim, "--regenerate", *bim, check=0)
     assert "[pass] sim_regenerate" in r.stdout
 
 
