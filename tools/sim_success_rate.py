@@ -118,7 +118,8 @@ def report(seed: int, res: List[Tuple], label: str) -> Dict[int, bool]:
     contacts = [r[5] for r in res]
     print(f"[{label}] success {k}/{n} = {100 * k / n:.1f} %  (95 % Wilson [{100 * lo:.1f}, {100 * hi:.1f}] %); "
           f"knocked_over among successes: {knocked}; arms {dict(sides)}; arm-arm contact steps: total "
-          f"{sum(contacts)}, episodes with any {sum(c > 0 for c in contacts)}")
+          f"{sum(contacts)}, episodes with any {sum(c > 0 for c in contacts)}"
+          + (f" (e.g. {[(seed, r[0], r[5]) for r in res if r[5]][:5]})" if any(contacts) else ""))
     for name, c in cnt.most_common():
         tail = f"  e.g. {ex[name][:5]}" if name in ex else ""
         print(f"    {name:17s} {c:4d}{tail}")

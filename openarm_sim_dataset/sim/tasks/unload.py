@@ -12,6 +12,11 @@ Failure categories: those of the pick (``ik_failed``, ``grasp_missed``, ``never_
 ``dropped_lifting``, ``dropped_carrying``) and ``missed_target`` (lifted but not resting on the table
 clear of the tray, e.g. back in the tray or off the table). Lucky success (``knocked_over``): on the
 table but on another face than it started on.
+
+Measured (``tools/sim_success_rate.py --tasks unload_blue``, seed 10, 100 episodes, sigma 0):
+97/100 [91.5 %, 99.0 %]; the 3 failures are ``ik_failed`` at planning: the right arm finds no
+fingers-down grasp over the tray at cube yaws of 34-39 deg (the tray lies inboard of both arms,
+where fewer gripper yaws are reachable than over the cube areas).
 """
 
 from __future__ import annotations
