@@ -57,7 +57,7 @@ def record_task(cfg, index: int, expected_env: dict, shared_out: str | None):
     ``("written", tmp_folder, result)`` (``shared_out``), or ``("refused", message)`` (environment
     differs, or the node cannot render)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from .randomize import episode_params
+    from .generate import params_for
     from .recorder import record_episode
 
     try:
@@ -65,7 +65,7 @@ def record_task(cfg, index: int, expected_env: dict, shared_out: str | None):
         checked_worker(expected_env, lambda: environment(cfg.scene, renderer.gl_renderer))
     except (WorkerMismatch, DatasetError) as e:
         return ("refused", str(e) if isinstance(e, WorkerMismatch) else f"worker {node_name()}: {e}")
-    params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+    params, _ = params_for(cfg, index)
     rec = record_episode(model, renderer, params, index, cfg.record, cfg.max_time)
     if shared_out is not None:
         from ..atomic import tmp_name
