@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pickle
 import shutil
 import subprocess
 import sys
@@ -114,6 +115,10 @@ def test_index_mapping_and_bad_indices(generated):
     with pytest.raises(KeyError):
         loader.index_of("no-such-episode", 0)
     assert loader[np.int64(3)]["index"] == loader[torch.tensor(3)]["index"] == 3
+    loader[5]  # opens this process's handles, which a pickled copy (spawned worker) must not carry
+    copy = pickle.loads(pickle.dumps(loader))
+    assert copy._handles is None
+    assert copy[5]["observation.images.head"].equal(loader[5]["observation.images.head"])
 
 
 def test_split_is_by_episode_and_deterministic(generated):
@@ -154,13 +159,14 @@ def test_tar_cameras_give_the_same_tensors_as_folders(generated_one, tmp_path):
 def test_dataloader_with_two_workers_gives_the_same_items(generated):
     loader = TorchDataset(generated, hz=HZ, action_horizon=3, sim=["object_pose", "depth"])
     batches = {}
-    for workers in (0, 2):
+    for workers in (2, 0):
         dl = torch.utils.data.DataLoader(loader, batch_size=8, num_workers=workers, shuffle=False)
         batches[workers] = list(dl)
+        # files are opened by the process that reads items: with workers, never by the parent
+        assert (loader._handles is None) == (workers == 2)
     assert len(batches[0]) == len(batches[2]) == -(-len(loader) // 8)
     for b0, b2 in zip(batches[0], batches[2]):
         _assert_items_equal(b0, b2)
-    assert loader._handles is None or not loader._handles.cameras or loader._handles.pid is not None
 
 
 def test_stats_cached_outside_the_dataset_and_keyed_on_the_data(generated_one, tmp_path):
