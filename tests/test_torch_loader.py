@@ -205,7 +205,7 @@ def test_stats_cached_outside_the_dataset_and_keyed_on_the_data(generated_one, t
     np.testing.assert_array_equal(other["action"]["mean"][8:], plain["action"]["mean"][8:])
 
 
-def test_sim_streams_missing_are_named(tmp_path):
+def test_bad_arguments_and_missing_sim_streams_are_named(tmp_path):
     from openarm_sim_dataset.sidecar import SidecarError
     from openarm_sim_dataset.synthetic import write_synthetic
 
@@ -215,6 +215,17 @@ def test_sim_streams_missing_are_named(tmp_path):
         TorchDataset(out, hz=HZ, sim=["object_pose"])
     with pytest.raises(ValueError, match="sim streams"):
         TorchDataset(out, hz=HZ, sim=["nope"])
+    from openarm_sim_dataset.errors import DatasetError, StreamError
+
+    with pytest.raises(StreamError, match=r"episodes/0: no obs stream 'qfoo'"):
+        TorchDataset(out, hz=HZ, state="qfoo")
+    assert TorchDataset(out, hz=HZ, cameras=[], state="arms/left/qvel", action="qpos").state_names[0] == \
+        "arms/left/qvel/joint1"
+    for bad in (dict(hz=0), dict(action_horizon=0), dict(history=1.5), dict(align="later")):
+        with pytest.raises(ValueError):
+            TorchDataset(out, **{"hz": HZ, **bad})
+    with pytest.raises(DatasetError, match="missing"):
+        TorchDataset(tmp_path / "missing", hz=HZ)
 
 
 def test_without_torch_the_import_is_one_line_naming_pip():

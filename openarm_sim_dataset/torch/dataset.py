@@ -92,7 +92,8 @@ class TorchDataset(torch.utils.data.Dataset):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
         ds = Dataset(path, camera_names=None if cameras is None else list(cameras))
-        self._setup(build_index(ds, hz, align, tuple(state), tuple(action), sim, episodes),
+        state, action = ((v,) if isinstance(v, str) else tuple(v) for v in (state, action))
+        self._setup(build_index(ds, hz, align, state, action, sim, episodes),
                     int(action_horizon), int(history))
 
     def _setup(self, index: EpisodeIndex, action_horizon: int, history: int) -> None:
