@@ -74,19 +74,28 @@ def _decode_all(frames: list[bytes]) -> int:
     return len(frames)
 
 
-def decode_rate(frames: list[bytes], pool=None) -> float:
-    """Frames/s decoding ``frames`` in this process, or split over the processes of ``pool``."""
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have been waited for (DataLoader workers,
+    once an epoch ends)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def decode_rate(frames: list[bytes], pool=None) -> tuple[float, float]:
+    """Frames/s decoding ``frames`` in this process, or split over the processes of ``pool``; and CPU
+    seconds per frame (this process only: None for the pool)."""
+    t0, c0 = time.perf_counter(), _cpu()
     if pool is None:
         _decode_all(frames)
     else:
         n = pool._processes
         sum(pool.map(_decode_all, [frames[k::n] for k in range(n)]))
-    return len(frames) / (time.perf_counter() - t0)
+    return len(frames) / (time.perf_counter() - t0), (_cpu() - c0) / len(frames) if pool is None else float("nan")
 
 
-def loader_rate(ds, workers: int, threads: int | None = None) -> tuple[float, int]:
-    """Items/s of one shuffled epoch through a DataLoader (worker start-up included), and the item count.
+def loader_rate(ds, workers: int, threads: int | None = None) -> tuple[float, float, int]:
+    """Items/s of one shuffled epoch through a DataLoader (worker start-up included), CPU seconds per
+    item (this process and its workers), and the item count.
     ``threads``: torch's intra-op threads in this process during the run (None: torch's default)."""
     import torch
 
@@ -96,9 +105,11 @@ def loader_rate(ds, workers: int, threads: int | None = None) -> tuple[float, in
     try:
         dl = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True, num_workers=workers,
                                          generator=torch.Generator().manual_seed(0))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         n = sum(len(b["index"]) for b in dl)
-        return n / (time.perf_counter() - t0), n
+        wall = time.perf_counter() - t0
+        del dl  # workers joined: their CPU time is counted
+        return n / wall, (_cpu() - c0) / n, n
     finally:
         torch.set_num_threads(before)
 
@@ -191,7 +202,7 @@ def _bench(path: Path, args) -> None:
           f"({args.camera_format}), {len(frames)} frame decodes per epoch; index built in {built:.2f} s")
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     order = ["decode1", "decode2", "w0", "w0t1", "w2"]
-    runs: dict[str, list[float]] = {k: [] for k in order}
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in order}
     with mp.get_context("fork").Pool(2) as pool:
         for r in range(args.repeats):
             for key in order if r % 2 == 0 else order[::-1]:
@@ -200,23 +211,29 @@ def _bench(path: Path, args) -> None:
                 elif key == "decode2":
                     runs[key].append(decode_rate(frames, pool))
                 else:
-                    rate, n = loader_rate(ds, int(key[1]), 1 if key.endswith("t1") else None)
+                    rate, cpu, n = loader_rate(ds, int(key[1]), 1 if key.endswith("t1") else None)
                     assert n == len(ds), (n, len(ds))
-                    runs[key].append(rate)
-    med = {k: statistics.median(v) for k, v in runs.items()}
+                    runs[key].append((rate * cams, cpu / cams))  # per frame
+    med = {k: statistics.median(r for r, _ in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
     limit = med["decode2"]
-    print(f"\nmedians of {args.repeats} interleaved repeats (frames/s = items/s x {cams} cameras)")
-    print(f"{'what':<44}{'items/s':>10}{'frames/s':>10}{'vs 1-core':>11}{'vs 2-core':>11}")
-    rows = [("raw decode, 1 process (bytes in memory)", None, med["decode1"]),
-            ("raw decode, 2 processes (the 2-core limit)", None, med["decode2"]),
-            (f"DataLoader num_workers=0 ({torch.get_num_threads()} torch threads)", med["w0"], med["w0"] * cams),
-            ("DataLoader num_workers=0 (1 torch thread)", med["w0t1"], med["w0t1"] * cams),
-            ("DataLoader num_workers=2", med["w2"], med["w2"] * cams)]
-    for name, items, fps in rows:
-        print(f"{name:<44}{'' if items is None else f'{items:.0f}':>10}{fps:>10.0f}"
-              f"{fps / med['decode1']:>10.2f}x{fps / limit:>10.2f}x")
-    ratio = med["w2"] * cams / limit
-    print(f"\nnum_workers=2: {ratio:.2f}x the 2-core decode limit (target >= 0.8x: {'met' if ratio >= 0.8 else 'NOT met'})")
+    print(f"\nmedians of {args.repeats} interleaved repeats (frames/s = items/s x {cams} cameras; CPU: this "
+          "process and its DataLoader workers, per frame)")
+    print(f"{'what':<44}{'items/s':>9}{'frames/s':>10}{'vs 1-core':>11}{'vs 2-core':>11}{'CPU ms/frame':>14}")
+    rows = [("raw decode, 1 process (bytes in memory)", "decode1"),
+            ("raw decode, 2 processes (the 2-core limit)", "decode2"),
+            (f"DataLoader num_workers=0 ({torch.get_num_threads()} torch threads)", "w0"),
+            ("DataLoader num_workers=0 (1 torch thread)", "w0t1"),
+            ("DataLoader num_workers=2", "w2")]
+    for name, key in rows:
+        fps = med[key]
+        items = "" if key.startswith("decode") else f"{fps / cams:.0f}"
+        print(f"{name:<44}{items:>9}{fps:>10.0f}{fps / med['decode1']:>10.2f}x{fps / limit:>10.2f}x"
+              f"{cpu[key] * 1e3:>14.2f}")
+    ratio = med["w2"] / limit
+    print(f"\nnum_workers=2: {ratio:.2f}x the 2-core decode limit (target >= 0.8x: {'met' if ratio >= 0.8 else 'NOT met'}); "
+          f"CPU per frame {cpu['w2'] / cpu['decode1']:.2f}x the bare decode's (on 2 idle cores, num_workers=2 "
+          f"reaches about {min(1.0, cpu['decode1'] / cpu['w2']):.2f}x the 2-core limit)")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (2 cores shared with other work make every figure noisy)")
     if args.long:
         print()

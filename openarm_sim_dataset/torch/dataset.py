@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .. import sidecar
-from ..camera import Camera, decode_jpeg
+from ..camera import Camera, decode_jpeg_chw
 from ..dataset import Dataset
 from ..errors import CameraError
 from . import stats as _stats
@@ -248,21 +248,24 @@ class TorchDataset(torch.utils.data.Dataset):
         return torch.from_numpy(rows if self.history > 1 else rows[0])
 
     def _frames(self, cam: Camera, frames: np.ndarray) -> torch.Tensor:
+        if self.history == 1:
+            f = int(frames[0])
+            return torch.from_numpy(decode_jpeg_chw(cam.read_bytes(f), cam.frame_path(f)))
         out = None
         first: dict[int, int] = {}
         for j, f in enumerate(frames.tolist()):
             if f in first:  # history padding repeats a frame: decode it once
                 out[j] = out[first[f]]
                 continue
-            arr = decode_jpeg(cam.read_bytes(f), cam.frame_path(f))
+            chw = decode_jpeg_chw(cam.read_bytes(f), cam.frame_path(f))
             if out is None:
-                out = np.empty((len(frames), arr.shape[2], arr.shape[0], arr.shape[1]), dtype=np.uint8)
-            elif arr.shape[:2] != out.shape[2:]:
-                raise CameraError(cam.frame_path(f), f"is {arr.shape[1]}x{arr.shape[0]}, the camera's first "
-                                                     f"frame here {out.shape[3]}x{out.shape[2]}")
-            out[j] = arr.transpose(2, 0, 1)
+                out = np.empty((len(frames), *chw.shape), dtype=np.uint8)
+            elif chw.shape != out.shape[1:]:
+                raise CameraError(cam.frame_path(f), f"is {chw.shape[2]}x{chw.shape[1]}, another frame of this "
+                                                     f"camera {out.shape[3]}x{out.shape[2]}")
+            out[j] = chw
             first[f] = j
-        return torch.from_numpy(out if self.history > 1 else out[0])
+        return torch.from_numpy(out)
 
     def _handles_here(self) -> _Handles:
         # a forked DataLoader worker inherits the parent's cache: it opens its own handles instead

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import layout
 from ..atomic import atomic_write_bytes
-from ..camera import Camera, decode_jpeg
+from ..camera import Camera, decode_jpeg_chw
 
 if TYPE_CHECKING:
     from .dataset import TorchDataset
@@ -91,8 +91,7 @@ def compute(ds: TorchDataset, images: bool = False) -> dict[str, dict[str, np.nd
                 cam = Camera(name, idx.camera_paths[e, c])
                 try:
                     for f in np.unique(idx.frame_index[idx.starts[e]:idx.starts[e + 1], c]).tolist():
-                        px = decode_jpeg(cam.read_bytes(f), cam.frame_path(f))
-                        chw = np.ascontiguousarray(px.transpose(2, 0, 1)).reshape(3, -1)
+                        chw = decode_jpeg_chw(cam.read_bytes(f), cam.frame_path(f)).reshape(3, -1)
                         for ch in range(3):
                             hist[ch] += np.bincount(chw[ch], minlength=256)
                 finally:
