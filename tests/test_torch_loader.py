@@ -253,3 +253,23 @@ def test_the_readme_training_loop_runs(generated, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert np.isfinite(float(r.stdout.split()[-1]))
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1  # the statistics went to the cache, not the dataset
+
+
+def test_planar_decode_equals_the_transposed_decode_and_fails_alike():
+    import io
+
+    from PIL import Image
+
+    from openarm_sim_dataset.camera import decode_jpeg, decode_jpeg_chw
+    from openarm_sim_dataset.errors import CameraError
+
+    rng = np.random.default_rng(0)
+    for shape in ((24, 32, 3), (24, 32)):  # RGB, and grey (converted to RGB)
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(buf, format="JPEG")
+        chw = decode_jpeg_chw(buf.getvalue())
+        assert chw.shape == (3, 24, 32) and chw.flags.c_contiguous
+        np.testing.assert_array_equal(chw, decode_jpeg(buf.getvalue()).transpose(2, 0, 1))
+    for bad in (b"not a jpeg", buf.getvalue()[:40]):
+        with pytest.raises(CameraError, match="frame.jpeg: not a decodable JPEG"):
+            decode_jpeg_chw(bad, "frame.jpeg")
