@@ -66,24 +66,6 @@ class Frame:
 
 def decode_jpeg(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndarray:
     """Decode JPEG bytes to HxWx3 uint8; any failure is a CameraError naming ``path``."""
-    return _decode(data, path, np.asarray)
-
-
-def decode_jpeg_chw(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndarray:
-    """Decode JPEG bytes to 3xHxW uint8 (planar RGB, as torch models take images), with the checks and
-    errors of :func:`decode_jpeg`. Pillow splits the planes: cheaper than transposing an HxWx3 array."""
-    return _decode(data, path, _planes)
-
-
-def _planes(im: Image.Image) -> np.ndarray:
-    w, h = im.size
-    out = np.empty((3, h, w), dtype=np.uint8)
-    for ch, band in enumerate(im.split()):
-        out[ch] = np.frombuffer(band.tobytes(), dtype=np.uint8).reshape(h, w)
-    return out
-
-
-def _decode(data: bytes, path: str | os.PathLike, to_array) -> np.ndarray:
     try:
         with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:
             w, h = im.size
@@ -92,13 +74,20 @@ def _decode(data: bytes, path: str | os.PathLike, to_array) -> np.ndarray:
             if im.mode != "RGB":
                 im = im.convert("RGB")
             im.load()
-            return to_array(im)
+            return np.asarray(im)
     except CameraError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise CameraError(path, f"declares more than the {MAX_FRAME_PIXELS} pixels allowed (decompression bomb)") from None
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise CameraError(path, f"not a decodable JPEG ({str(e).splitlines()[0][:120]})") from None
+
+
+def decode_jpeg_chw(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndarray:
+    """Decode JPEG bytes to a contiguous 3xHxW uint8 array (planar RGB, as torch models take images), with
+    the checks and errors of :func:`decode_jpeg`. (Transposing costs ~5% of a 320x240 decode here; having
+    Pillow split the planes instead measured slower.)"""
+    return np.ascontiguousarray(decode_jpeg(data, path).transpose(2, 0, 1))
 
 
 @lru_cache(maxsize=256)
