@@ -72,9 +72,8 @@ def test_action_chunks_are_the_following_steps_and_masked_at_episode_ends(genera
         # independent of the sampler: the latest raw command stamped at or before each grid time
         raw = ds.streams(ep, "action")
         grid = np.array([loader[i]["timestamp"] for i in range(first, last + 1)], dtype=np.int64)
-        expect = np.concatenate([raw[f"arms/{side}/qpos"].values[
-            np.searchsorted(raw[f"arms/{side}/qpos"].timestamps, grid, side="right") - 1] for side in ("right", "left")],
-            axis=1)
+        expect = np.concatenate([raw[key].values[np.searchsorted(raw[key].timestamps, grid, side="right") - 1]
+                                 for key in ("arms/right/qpos", "arms/left/qpos")], axis=1)
         moved = 0
         for s in range(n):
             item = loader[first + s]

@@ -231,7 +231,8 @@ def _bench(path: Path, args) -> None:
         print(f"{name:<44}{items:>9}{fps:>10.0f}{fps / med['decode1']:>10.2f}x{fps / limit:>10.2f}x"
               f"{cpu[key] * 1e3:>14.2f}")
     ratio = med["w2"] / limit
-    print(f"\nnum_workers=2: {ratio:.2f}x the 2-core decode limit (target >= 0.8x: {'met' if ratio >= 0.8 else 'NOT met'}); "
+    verdict = "met" if ratio >= 0.8 else "NOT met"
+    print(f"\nnum_workers=2: {ratio:.2f}x the 2-core decode limit (target >= 0.8x: {verdict}); "
           f"CPU per frame {cpu['w2'] / cpu['decode1']:.2f}x the bare decode's (on 2 idle cores, num_workers=2 "
           f"reaches about {min(1.0, cpu['decode1'] / cpu['w2']):.2f}x the 2-core limit)")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (2 cores shared with other work make every figure noisy)")

@@ -308,7 +308,8 @@ class TorchDataset(torch.utils.data.Dataset):
         return state
 
     # -------------------------------------------------------------- normalisation
-    def stats(self, cache_dir: str | os.PathLike | None = None, images: bool = False) -> dict[str, dict[str, np.ndarray]]:
+    def stats(self, cache_dir: str | os.PathLike | None = None,
+              images: bool = False) -> dict[str, dict[str, np.ndarray]]:
         """Mean, std, min, max per feature (see :func:`openarm_sim_dataset.torch.stats.compute`), cached."""
         return _stats.cached_stats(self, cache_dir=cache_dir, images=images)
 
