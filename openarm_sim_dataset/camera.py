@@ -185,6 +185,17 @@ class Camera:
 
     __iter__ = frames
 
+    def member_spans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(data offsets, sizes) in bytes of every frame of a tar camera, in frame order; None for a folder."""
+        return None if self.format == "dir" else (self._offsets, self._sizes)
+
+    def names_are_canonical(self) -> bool:
+        """True when every frame file is named ``layout.frame_name(timestamp)`` (a folder camera's file
+        can then be opened from its timestamp alone)."""
+        if self.format != "dir":
+            return False
+        return all(name == layout.frame_name(ts) for name, ts in zip(self._names, self.timestamps.tolist()))
+
     def frame_path(self, index: int) -> Path:
         if self.format == "dir":
             return self.path / self._names[index]

@@ -148,10 +148,18 @@ def test_tar_cameras_give_the_same_tensors_as_folders(generated_one, tmp_path):
         write_camera_tar(tar / "episodes" / "0" / "cameras" / f"{cam.name}.tar",
                          ((f.timestamp, f.read_bytes()) for f in cam.frames()))
     assert Dataset(tar).load_cameras(0)["head"].format == "tar"
-    a, b = TorchDataset(generated_one, hz=HZ), TorchDataset(tar, hz=HZ)
-    assert len(a) == len(b)
+    # frame files named <ns>.jpg (accepted on read): opened through the camera's own listing instead
+    legacy = tmp_path / "legacy"
+    shutil.copytree(generated_one, legacy, ignore=lambda d, names: ["sim"] if "sim" in names else [])
+    for p in (legacy / "episodes" / "0" / "cameras" / "head").iterdir():
+        p.rename(p.with_suffix(".jpg"))
+    a, b, c = (TorchDataset(p, hz=HZ) for p in (generated_one, tar, legacy))
+    assert a.index.camera_direct.all() and b.index.frame_offset.min() >= 0
+    assert c.index.camera_direct.tolist() == [[False, True]]
+    assert len(a) == len(b) == len(c)
     for i in range(len(a)):
         _assert_items_equal(a[i], b[i])
+        _assert_items_equal(a[i], c[i])
 
 
 @pytest.mark.slow  # ~3 s: two worker processes started

@@ -9,6 +9,7 @@ for the last few episodes only, so a worker's memory stays flat over an epoch.
 from __future__ import annotations
 
 import os
+import stat
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,41 +17,47 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import sidecar
+from .. import layout, sidecar
 from ..camera import Camera, decode_jpeg_chw
 from ..dataset import Dataset
 from ..errors import CameraError
 from . import stats as _stats
 from .index import EpisodeIndex, build_index
 
-#: Episodes whose camera handles (and depth/label arrays) a process keeps open at once.
+#: Episodes whose indexed cameras (legacy frame names only) and depth/label arrays a process keeps at once.
 OPEN_EPISODES = 4
+#: Camera tar files a process keeps open at once.
+OPEN_TARS = 64
 
 
 class _Handles:
-    """Per-process cache: open :class:`Camera` objects and loaded frames.npz arrays of recent episodes."""
+    """Per-process cache: open tar files, :class:`Camera` objects (folders with non-canonical frame names)
+    and loaded frames.npz arrays of recent episodes."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        self.tars: OrderedDict[tuple[int, int], int] = OrderedDict()
         self.cameras: OrderedDict[int, dict[str, Camera]] = OrderedDict()
         self.sim: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
 
     @staticmethod
-    def _touch(cache: OrderedDict, key: int, make, drop=None):
+    def _touch(cache: OrderedDict, key, make, drop=None, limit: int = OPEN_EPISODES):
         if key in cache:
             cache.move_to_end(key)
             return cache[key]
         value = cache[key] = make()
-        while len(cache) > OPEN_EPISODES:
+        while len(cache) > limit:
             _, old = cache.popitem(last=False)
             if drop:
                 drop(old)
         return value
 
     def close(self) -> None:
+        for fd in self.tars.values():
+            os.close(fd)
+        self.tars.clear()
         for cams in self.cameras.values():
-            for cam in cams.values():
-                cam.close()
+            _close_cameras(cams)
         self.cameras.clear()
         self.sim.clear()
 
@@ -218,10 +225,8 @@ class TorchDataset(torch.utils.data.Dataset):
         else:
             obs_rows = np.array([i])
         h = self._handles_here()
-        if idx.cameras:
-            cams = h._touch(h.cameras, e, lambda: self._open_cameras(e), _close_cameras)
-            for c, name in enumerate(idx.cameras):
-                item[f"observation.images.{name}"] = self._frames(cams[name], idx.frame_index[obs_rows, c])
+        for c, name in enumerate(idx.cameras):
+            item[f"observation.images.{name}"] = self._frames(h, e, c, obs_rows)
         item["observation.state"] = self._obs(idx.state[obs_rows])
         if self.history > 1:
             item["observation_is_pad"] = torch.from_numpy(obs_pad)
@@ -247,25 +252,53 @@ class TorchDataset(torch.utils.data.Dataset):
     def _obs(self, rows: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(rows if self.history > 1 else rows[0])
 
-    def _frames(self, cam: Camera, frames: np.ndarray) -> torch.Tensor:
+    def _frames(self, h: _Handles, e: int, c: int, rows: np.ndarray) -> torch.Tensor:
         if self.history == 1:
-            f = int(frames[0])
-            return torch.from_numpy(decode_jpeg_chw(cam.read_bytes(f), cam.frame_path(f)))
+            return torch.from_numpy(decode_jpeg_chw(*self._frame_bytes(h, e, c, int(rows[0]))))
         out = None
         first: dict[int, int] = {}
-        for j, f in enumerate(frames.tolist()):
+        for j, row in enumerate(rows.tolist()):
+            f = int(self.index.frame_index[row, c])
             if f in first:  # history padding repeats a frame: decode it once
                 out[j] = out[first[f]]
                 continue
-            chw = decode_jpeg_chw(cam.read_bytes(f), cam.frame_path(f))
+            data, path = self._frame_bytes(h, e, c, row)
+            chw = decode_jpeg_chw(data, path)
             if out is None:
-                out = np.empty((len(frames), *chw.shape), dtype=np.uint8)
+                out = np.empty((len(rows), *chw.shape), dtype=np.uint8)
             elif chw.shape != out.shape[1:]:
-                raise CameraError(cam.frame_path(f), f"is {chw.shape[2]}x{chw.shape[1]}, another frame of this "
-                                                     f"camera {out.shape[3]}x{out.shape[2]}")
+                raise CameraError(path, f"is {chw.shape[2]}x{chw.shape[1]}, another frame of this camera "
+                                        f"{out.shape[3]}x{out.shape[2]}")
             out[j] = chw
             first[f] = j
         return torch.from_numpy(out)
+
+    def _frame_bytes(self, h: _Handles, e: int, c: int, row: int) -> tuple[bytes, str]:
+        """The JPEG bytes of camera ``c`` at step ``row`` and the path naming them, read without listing
+        the folder or indexing the tar again (both were done when the index was built)."""
+        idx = self.index
+        folder = str(idx.camera_paths[e, c])
+        name = f"{int(idx.frame_stamp[row, c])}{layout.JPEG_SUFFIX}"
+        offset = int(idx.frame_offset[row, c])
+        if offset >= 0:
+            tar = folder + layout.TAR_SUFFIX
+            fd = h._touch(h.tars, (e, c), lambda: _open_regular(tar), os.close, OPEN_TARS)
+            size = int(idx.frame_size[row, c])
+            data = os.pread(fd, size, offset)
+            if len(data) != size:
+                raise CameraError(tar, f"member {name} is truncated (the file changed since the loader was built)")
+            return data, os.path.join(tar, name)
+        if idx.camera_direct[e, c]:
+            path = os.path.join(folder, name)
+            fd = _open_regular(path)
+            try:
+                with os.fdopen(fd, "rb") as f:
+                    return f.read(), path
+            except OSError as err:
+                raise CameraError(path, f"cannot read ({err.strerror})") from None
+        cams = h._touch(h.cameras, e, lambda: self._open_cameras(e), _close_cameras)
+        cam, f = cams[idx.cameras[c]], int(idx.frame_index[row, c])
+        return cam.read_bytes(f), str(cam.frame_path(f))
 
     def _handles_here(self) -> _Handles:
         # a forked DataLoader worker inherits the parent's cache: it opens its own handles instead
@@ -312,6 +345,20 @@ class TorchDataset(torch.utils.data.Dataset):
               images: bool = False) -> dict[str, dict[str, np.ndarray]]:
         """Mean, std, min, max per feature (see :func:`openarm_sim_dataset.torch.stats.compute`), cached."""
         return _stats.cached_stats(self, cache_dir=cache_dir, images=images)
+
+
+def _open_regular(path: str) -> int:
+    """A read-only descriptor of ``path``, which must still be a regular file (never a link, FIFO or device
+    put there after the index was built: opening a FIFO would block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise CameraError(path, f"cannot open ({err.strerror}; the dataset changed since the loader was built?)") \
+            from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CameraError(path, "is no longer a regular file")
+    return fd
 
 
 def _close_cameras(cams: dict[str, Camera]) -> None:

@@ -40,6 +40,12 @@ class EpisodeIndex:
     of them, at ``camera_paths[e, c]`` in folder form); ``sim_small`` maps ``object_pose`` /
     ``cam_pos/<cam>`` / ``cam_mat/<cam>`` to (N, ...) float64 arrays; ``sim_frame`` (N,) the sidecar
     frame of each step, for ``sim_images`` (``depth/<cam>``, ``labels/<cam>``) read from ``sim_dirs[e]``.
+
+    So that an item opens its frame without listing a folder or indexing a tar (random access over many
+    episodes would otherwise repeat that for nearly every item), each step also holds the frame's
+    ``frame_stamp`` (int64 ns: the file ``<stamp>.jpeg`` of a folder camera whose names are all canonical,
+    ``camera_direct[e, c]``) and, for tar cameras, ``frame_offset``/``frame_size`` of its bytes in
+    ``<camera_paths[e, c]>.tar`` (-1 for folders).
     """
 
     root: str
@@ -57,6 +63,10 @@ class EpisodeIndex:
     camera_paths: np.ndarray
     camera_frames: np.ndarray
     frame_index: np.ndarray
+    frame_stamp: np.ndarray
+    frame_offset: np.ndarray
+    frame_size: np.ndarray
+    camera_direct: np.ndarray
     sim_small: dict[str, np.ndarray] = field(default_factory=dict)
     sim_images: tuple[str, ...] = ()
     sim_frame: np.ndarray | None = None
@@ -86,7 +96,9 @@ class EpisodeIndex:
             starts=np.r_[0, np.cumsum(lengths)].astype(np.int64),
             timestamps=self.timestamps[rows], state=self.state[rows], action=self.action[rows],
             camera_paths=self.camera_paths[pos], camera_frames=self.camera_frames[pos],
-            frame_index=self.frame_index[rows],
+            frame_index=self.frame_index[rows], frame_stamp=self.frame_stamp[rows],
+            frame_offset=self.frame_offset[rows], frame_size=self.frame_size[rows],
+            camera_direct=self.camera_direct[pos],
             sim_small={k: v[rows] for k, v in self.sim_small.items()},
             sim_frame=None if self.sim_frame is None else self.sim_frame[rows],
             sim_frames=None if self.sim_frames is None else self.sim_frames[pos],
@@ -154,7 +166,7 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
     cams = tuple(ds.camera_names)
     tasks_meta = ds.meta.tasks
     ids, tasks, lengths, stamps_out, states, actions, frames_idx = [], [], [], [], [], [], []
-    cam_paths, cam_counts = [], []
+    cam_paths, cam_counts, stamps_f, offsets_f, sizes_f, direct = [], [], [], [], [], []
     sim_small: dict[str, list] = {}
     sim_frame_rows, sim_counts, sim_dirs = [], [], []
     state_names = action_names = None
@@ -193,8 +205,19 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
                                           axis=1).astype(np.float32, copy=False))
         states.append(vectors[0])
         actions.append(vectors[1])
-        frames_idx.append(np.stack([sampler.align(cameras[c].timestamps, grid, align) for c in cams], axis=1)
-                          if cams else np.empty((len(grid), 0), np.int64))
+        used = np.stack([sampler.align(cameras[c].timestamps, grid, align) for c in cams], axis=1) if cams \
+            else np.empty((len(grid), 0), np.int64)
+        frames_idx.append(used)
+        stamps_f.append(np.stack([cameras[c].timestamps[used[:, j]] for j, c in enumerate(cams)], axis=1) if cams
+                        else used)
+        offs, sizes = np.full(used.shape, -1, np.int64), np.full(used.shape, -1, np.int64)
+        for j, c in enumerate(cams):
+            spans = cameras[c].member_spans()
+            if spans is not None:
+                offs[:, j], sizes[:, j] = spans[0][used[:, j]], spans[1][used[:, j]]
+        offsets_f.append(offs)
+        sizes_f.append(sizes)
+        direct.append([cameras[c].format == "tar" or cameras[c].names_are_canonical() for c in cams])
         # folder form of each camera's path (a tar camera is found beside it again in a worker)
         cam_paths.append([str(cameras[c].path.with_name(cameras[c].path.name.removesuffix(layout.TAR_SUFFIX)))
                           if cameras[c].format == "tar" else str(cameras[c].path) for c in cams])
@@ -250,6 +273,9 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
         camera_paths=np.array(cam_paths, dtype=str).reshape(len(ids), len(cams)),
         camera_frames=np.array(cam_counts, dtype=np.int64).reshape(len(ids), len(cams)),
         frame_index=np.concatenate(frames_idx).astype(np.int64),
+        frame_stamp=np.concatenate(stamps_f).astype(np.int64),
+        frame_offset=np.concatenate(offsets_f), frame_size=np.concatenate(sizes_f),
+        camera_direct=np.array(direct, dtype=bool).reshape(len(ids), len(cams)),
         # a stream some episode lacks (sim=True keeps what all have) is dropped from every episode
         sim_small={k: np.concatenate(sim_small[k]) for k in small_keys if len(sim_small.get(k, ())) == len(ids)},
         sim_images=image_keys,
