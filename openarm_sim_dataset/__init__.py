@@ -11,7 +11,9 @@ __version__ = "0.1.0"
 
 # Imported on first use (PEP 562), so that a command-line tool's --help, or one that never builds a
 # DataFrame, does not pay for numpy, pandas, Pillow and PyYAML.
-_LAZY = {"Camera": "camera", "Frame": "camera", "Dataset": "dataset", "Sample": "dataset", "Metadata": "metadata"}
+_LAZY = {"Camera": "camera", "Frame": "camera", "Dataset": "dataset", "Sample": "sampler", "Sampler": "sampler",
+         "SampleSequence": "dataset", "Metadata": "metadata", "MergeError": "merge", "merge_datasets": "merge",
+         "repair_dataset": "repair"}
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
@@ -26,10 +28,15 @@ __all__ = [
     "DatasetError",
     "Frame",
     "Metadata",
+    "MergeError",
     "MetadataError",
     "OutputExistsError",
     "Sample",
+    "SampleSequence",
+    "Sampler",
     "StreamError",
     "UnsafeNameError",
+    "merge_datasets",
+    "repair_dataset",
     "__version__",
 ]

@@ -90,12 +90,43 @@ def atomic_write_with(path: str | os.PathLike, write: Callable[[Path], object]) 
     fsync_dir(path.parent)
 
 
+#: A tree with more files than this is made durable with one ``syncfs(2)`` where available.
+SYNCFS_MIN_FILES = 256
+
+
 def fsync_tree(path: Path) -> None:
-    """fsync every file and folder under ``path`` (before the tree is renamed into place)."""
-    for dirpath, _dirnames, filenames in os.walk(path):
+    """Make every file and folder under ``path`` durable (before the tree is renamed into place).
+
+    One ``fsync`` per file and folder; for a tree of more than :data:`SYNCFS_MIN_FILES` files (a
+    long recorded episode holds one JPEG per frame), one ``syncfs(2)`` of its filesystem instead
+    where the C library has it (Linux): every dirty page and inode of that filesystem is written,
+    in one journal commit rather than one per file (750 files of 116 kB: 0.24 s instead of 3.6 s).
+    """
+    walked = [(Path(dirpath), filenames) for dirpath, _dirnames, filenames in os.walk(path)]
+    if sum(len(f) for _d, f in walked) > SYNCFS_MIN_FILES and _syncfs(path):
+        return
+    for folder, filenames in walked:
         for name in filenames:
-            fsync_file(Path(dirpath) / name)
-        fsync_dir(Path(dirpath))
+            fsync_file(folder / name)
+        fsync_dir(folder)
+
+
+def _syncfs(path: Path) -> bool:
+    """``syncfs(2)`` of the filesystem holding ``path``; False when unavailable (then fsync each file)."""
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return False
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if fn(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs: {os.strerror(err)}", str(path))
+    finally:
+        os.close(fd)
+    return True
 
 
 def commit_dir(tmp: Path, final: Path) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from . import layout
-from .atomic import atomic_write_with
+from .atomic import atomic_write_bytes, atomic_write_with, commit_dir, remove_tree, tmp_name
 from .errors import CameraError
 
 #: Frames declaring more pixels than this are refused before decoding (decompression bombs).
@@ -27,24 +27,37 @@ MAX_FRAME_PIXELS = 64_000_000
 
 
 class Frame:
-    """One JPEG frame; ``timestamp`` in integer nanoseconds. ``load()`` decodes to HxWx3 uint8."""
+    """One JPEG frame of a :class:`Camera`; nothing is read until asked.
 
-    __slots__ = ("camera", "index", "timestamp")
+    ``timestamp_ns`` is the exact stamp in integer nanoseconds (Unix epoch for recorded data);
+    ``timestamp`` is the same instant in float seconds, as openarm_dataset's ``Frame.timestamp``
+    (a float cannot hold a ~1.7e18 ns stamp exactly: compute with ``timestamp_ns``).
+    """
 
-    def __init__(self, camera: "Camera", index: int, timestamp: int):
+    __slots__ = ("camera", "index", "timestamp_ns")
+
+    def __init__(self, camera: "Camera", index: int, timestamp_ns: int):
         self.camera = camera
         self.index = index
-        self.timestamp = timestamp
+        self.timestamp_ns = timestamp_ns
 
     @property
-    def unixtime(self) -> float:
-        """Timestamp in float seconds."""
-        return self.timestamp / 1e9
+    def timestamp(self) -> float:
+        """Unix time in float seconds (openarm_dataset's meaning); ``timestamp_ns`` is exact."""
+        return self.timestamp_ns / 1e9
+
+    #: Former name of :attr:`timestamp` (float seconds).
+    unixtime = timestamp
 
     @property
     def path(self) -> Path:
         """The JPEG file, or for tar frames the synthetic ``<archive>/<member>`` path."""
         return self.camera.frame_path(self.index)
+
+    @property
+    def size(self) -> int:
+        """Size of the JPEG in bytes."""
+        return self.camera.frame_size(self.index)
 
     def read_bytes(self) -> bytes:
         """The JPEG bytes exactly as stored."""
@@ -54,6 +67,26 @@ class Frame:
         """Decode to an HxWx3 uint8 RGB array."""
         return decode_jpeg(self.read_bytes(), self.path)
 
+    def open_image(self) -> Image.Image:
+        """The frame as a PIL image (decoded on first pixel access; the JPEG bytes are in memory)."""
+        data = self.read_bytes()
+        decode_jpeg(data, self.path, header_only=True)  # the pixel limit, before PIL allocates anything
+        return Image.open(io.BytesIO(data), formats=["JPEG"])
+
+    def show(self):
+        """Show the frame with PIL's default viewer."""
+        with self.open_image() as image:
+            return image.show()
+
+    def materialize(self, temp_dir: str | os.PathLike) -> Path:
+        """A real JPEG file of this frame: its own path for a folder camera; for a tar camera the
+        bytes written (atomically) to ``temp_dir/<ns>.jpeg``, which is returned."""
+        if self.camera.format == "dir":
+            return self.path
+        out = Path(temp_dir) / layout.frame_name(self.timestamp_ns)
+        atomic_write_bytes(out, self.read_bytes())
+        return out
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Frame) and self.camera is other.camera and self.index == other.index
 
@@ -61,16 +94,19 @@ class Frame:
         return hash((id(self.camera), self.index))
 
     def __repr__(self) -> str:
-        return f"Frame({self.camera.name!r}, index={self.index}, timestamp={self.timestamp})"
+        return f"Frame({self.camera.name!r}, index={self.index}, timestamp_ns={self.timestamp_ns})"
 
 
-def decode_jpeg(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndarray:
-    """Decode JPEG bytes to HxWx3 uint8; any failure is a CameraError naming ``path``."""
+def decode_jpeg(data: bytes, path: str | os.PathLike = "<bytes>", header_only: bool = False) -> np.ndarray | None:
+    """Decode JPEG bytes to HxWx3 uint8; any failure is a CameraError naming ``path``.
+    ``header_only``: check the header (format, pixel limit) and decode nothing."""
     try:
         with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:
             w, h = im.size
             if w * h > MAX_FRAME_PIXELS:
                 raise CameraError(path, f"declares {w}x{h} pixels, more than the {MAX_FRAME_PIXELS} allowed")
+            if header_only:
+                return None
             if im.mode != "RGB":
                 im = im.convert("RGB")
             im.load()
@@ -168,9 +204,20 @@ class Camera:
     def __len__(self) -> int:
         return len(self.timestamps)
 
-    def load_timestamps(self) -> np.ndarray:
-        """Frame timestamps, int64 nanoseconds (openarm_dataset returns float seconds here)."""
-        return self.timestamps
+    @property
+    def base_path(self) -> Path:
+        """The folder form of the camera's path (``.../cameras/head``), as openarm_dataset names it."""
+        return self.path.with_suffix("") if self.format == "tar" else self.path
+
+    @property
+    def tar_path(self) -> Path | None:
+        """The tar archive of a tar camera, else None."""
+        return self.path if self.format == "tar" else None
+
+    def load_timestamps(self) -> list[float]:
+        """Frame timestamps as a list of float Unix seconds, as openarm_dataset returns them;
+        :attr:`timestamps` holds the exact int64 nanoseconds."""
+        return (self.timestamps / 1e9).tolist()
 
     def get_frame(self, index: int) -> Frame:
         n = len(self.timestamps)
@@ -184,6 +231,37 @@ class Camera:
             yield Frame(self, i, int(self.timestamps[i]))
 
     __iter__ = frames
+
+    def frame_size(self, index: int) -> int:
+        """Size in bytes of frame ``index``."""
+        if self.format == "dir":
+            return (self.path / self._names[index]).stat().st_size
+        return int(self._sizes[index])
+
+    def write(self, output: str | os.PathLike, format: str = "dir") -> Path:
+        """Write this camera's frames (bytes unchanged) to ``output`` as a folder of ``<ns>.jpeg``
+        (``format="dir"``; ``output`` must not exist) or one uncompressed tar ``output.tar``
+        (``format="tar"``). Atomic either way: a temporary sibling renamed into place. Returns the path."""
+        output = Path(output)
+        frames = ((int(ts), self.read_bytes(i)) for i, ts in enumerate(self.timestamps))
+        if format == "tar":
+            dest = output if output.suffix == layout.TAR_SUFFIX else output.with_name(output.name + layout.TAR_SUFFIX)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            write_camera_tar(dest, frames)
+            return dest
+        if format != "dir":
+            raise ValueError(f"Unsupported format: {format!r} (camera formats: dir, tar)")
+        if output.exists():
+            raise CameraError(output, "already exists (refusing to overwrite)")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tmp_name(output)
+        try:
+            write_camera_dir(tmp, frames)
+            commit_dir(tmp, output)
+        except BaseException:
+            remove_tree(tmp)
+            raise
+        return output
 
     def member_spans(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(data offsets, sizes) in bytes of every frame of a tar camera, in frame order; None for a folder."""
@@ -229,23 +307,67 @@ class Camera:
         return f"Camera({self.name!r}, {self.format}, {self.num_frames} frames)"
 
 
+class FrameWriter:
+    """Frames of one camera written as they come: ``<ns>.jpeg`` files in a folder (``camera_format``
+    ``dir``) or members appended to one uncompressed tar (``tar``, reproducible headers: mtime 0, mode
+    0644). Nothing here is atomic: the target lies in an episode's temporary folder, or the caller
+    renames it (:func:`write_camera_tar`). The caller gives increasing, unique timestamps."""
+
+    def __init__(self, path: Path, camera_format: str = "dir"):
+        self.path = Path(path)
+        self.format = camera_format
+        self.frames = 0
+        self.bytes = 0
+        self._tar: tarfile.TarFile | None = None
+        if camera_format == "dir":
+            self.path.mkdir(parents=True)
+        elif camera_format == "tar":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._tar = tarfile.open(self.path, mode="w", format=tarfile.USTAR_FORMAT)
+        else:
+            raise ValueError(f"camera_format must be 'dir' or 'tar', not {camera_format!r}")
+
+    def write(self, timestamp_ns: int, data: bytes) -> Path:
+        """Store one JPEG frame stamped ``timestamp_ns`` (int ns); returns the file (or the archive)."""
+        name = layout.frame_name(timestamp_ns)
+        if self._tar is None:
+            out = self.path / name
+            out.write_bytes(data)
+        else:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = 0
+            self._tar.addfile(info, io.BytesIO(data))
+            self._tar.members.clear()  # TarFile keeps every member it wrote: memory would grow per frame
+            out = self.path
+        self.frames += 1
+        self.bytes += len(data)
+        return out
+
+    def close(self) -> None:
+        """Finish the archive (a folder needs nothing)."""
+        if self._tar is not None:
+            self._tar.close()
+            self._tar = None
+
+
 def write_camera_dir(out: Path, frames: Iterator[tuple[int, bytes]]) -> None:
     """Write frames ``(timestamp_ns, jpeg_bytes)`` as ``out/<ns>.jpeg`` files (out must not exist)."""
-    out.mkdir(parents=True)
+    w = FrameWriter(out, "dir")
     for ts, data in frames:
-        (out / layout.frame_name(ts)).write_bytes(data)
+        w.write(ts, data)
 
 
 def write_camera_tar(out: Path, frames: Iterator[tuple[int, bytes]]) -> None:
     """Write frames as one uncompressed tar ``out`` with reproducible headers (mtime 0, mode 0644)."""
 
     def write(tmp: Path) -> None:
-        with tarfile.open(tmp, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        w = FrameWriter(tmp, "tar")
+        try:
             for ts, data in frames:
-                info = tarfile.TarInfo(layout.frame_name(ts))
-                info.size = len(data)
-                info.mode = 0o644
-                info.mtime = 0
-                tf.addfile(info, io.BytesIO(data))
+                w.write(ts, data)
+        finally:
+            w.close()
 
     atomic_write_with(out, write)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -17,9 +17,11 @@ import numpy as np
 
 from . import layout, sampler, sidecar
 from .camera import Camera, Frame
-from .errors import CameraError, DatasetError, StreamError
+from .errors import DatasetError, StreamError
 from .metadata import Metadata
-from .streams import Stream, read_attribute_file, read_state_file
+from .sampler import Sample
+from .smoothing import check as smoothing_check
+from .streams import Stream, read_attribute_file, read_state_file, read_timestamps
 from .writer import (
     ComponentStreams,
     EpisodeData,
@@ -44,55 +46,48 @@ class StreamFile(NamedTuple):
     columns: tuple[str, ...]
 
 
-class Sample:
-    """One grid point of one episode.
+class Dataset:
+    """An OpenArm dataset folder of any layout (0.4.0, 0.3.0, 0.2.0, 0.1.0, unversioned).
 
-    ``timestamp`` is int64 nanoseconds (``unixtime`` gives float seconds); ``obs``/``action`` map
-    ``arms/right/qpos``-style keys to float32 rows; ``cameras`` map names to lazy :class:`Frame`
-    objects, or to decoded read-only HxWx3 uint8 arrays when sampling with ``decode=True``;
-    ``sim`` holds simulation streams (empty for recorded data).
+    Takes openarm_dataset's arguments: ``meta`` (a :class:`Metadata` to use instead of the stored one),
+    ``camera_names`` (a subset; legacy names such as ``left_wrist`` accepted), ``kinematics`` (must be
+    None: FK/IK are this package's own, :mod:`.kinematics`). ``cutoff`` (Hz) low-pass filters every
+    obs/action stream returned by ``load_obs``/``load_action``/``sample`` (4th-order Butterworth,
+    ``smoothing="filtfilt"`` as openarm_dataset, zero lag but looking ahead; ``"lfilter"`` causal);
+    see :meth:`set_smoothing` and :mod:`.smoothing`. Files are never smoothed.
     """
 
-    __slots__ = ("episode", "timestamp", "obs", "action", "cameras", "sim")
-
-    def __init__(self, episode: str, timestamp: int, obs: dict, action: dict, cameras: dict, sim: dict):
-        self.episode = episode
-        self.timestamp = timestamp
-        self.obs = obs
-        self.action = action
-        self.cameras = cameras
-        self.sim = sim
+    def __init__(self, path: str | os.PathLike, meta: Metadata | None = None, camera_names: list[str] | None = None,
+                 kinematics: object | None = None, *, cutoff: float | None = None, smoothing: str = "filtfilt"):
+        self.root = Path(path)
+        if meta is None and not self.root.is_dir():
+            raise DatasetError(self.root, "is not a dataset folder")
+        if kinematics is not None:
+            raise ValueError("kinematics=: openarm_dataset's FK/IK engines are not used here; state= conversions use "
+                             "openarm_sim_dataset.kinematics (the MuJoCo model)")
+        self.meta = Metadata.load(self.root) if meta is None else meta
+        self._camera_names = None
+        if camera_names is not None:
+            self._camera_names = [self.meta.camera_name(n, self.root / layout.METADATA_FILE) for n in camera_names]
+        self.set_smoothing(cutoff, smoothing)
 
     @property
-    def unixtime(self) -> float:
-        return self.timestamp / 1e9
+    def root_path(self) -> Path:
+        """The dataset folder (openarm_dataset's name for :attr:`root`)."""
+        return self.root
 
-    def __iter__(self):
-        return iter((self.episode, self.timestamp, self.obs, self.action, self.cameras))
-
-    def __repr__(self) -> str:
-        return f"Sample(episode={self.episode!r}, timestamp={self.timestamp})"
-
-
-class Dataset:
-    """An OpenArm dataset folder of any layout (0.4.0, 0.3.0, 0.2.0, 0.1.0, unversioned)."""
-
-    def __init__(self, path: str | os.PathLike, camera_names: list[str] | None = None):
-        self.root = Path(path)
-        if not self.root.is_dir():
-            raise DatasetError(self.root, "is not a dataset folder")
-        self.meta = Metadata.load(self.root)
-        self._camera_names = camera_names
-        if camera_names is not None:
-            unknown = set(camera_names) - set(self.meta.cameras)
-            if unknown:
-                raise CameraError(self.root / layout.METADATA_FILE, f"no camera named {', '.join(sorted(unknown))}")
+    def set_smoothing(self, cutoff: float | None, smoothing: str = "filtfilt") -> None:
+        """Low-pass filter obs/action streams from now on (``cutoff`` in Hz; None: off). ``smoothing``:
+        ``filtfilt`` (openarm_dataset's, zero phase, looks ahead) or ``lfilter`` (causal: a value never
+        depends on later samples)."""
+        smoothing_check(cutoff, smoothing)
+        self._cutoff, self._smoothing = cutoff, smoothing
 
     # ------------------------------------------------------------------ episodes
     @property
     def version(self) -> str:
         """Layout the dataset was read from ('unversioned' for the oldest)."""
-        return self.meta.version
+        return self.meta.layout
 
     @property
     def num_episodes(self) -> int:
@@ -110,6 +105,15 @@ class Dataset:
     @property
     def camera_names(self) -> list[str]:
         return list(self._camera_names) if self._camera_names is not None else self.meta.cameras
+
+    @property
+    def camera_format(self) -> str | None:
+        """``"dir"`` or ``"tar"``: how every camera of every episode is stored (None without cameras).
+        Mixed formats raise ValueError, as in openarm_dataset."""
+        formats = {self.load_camera(name, ep).format for ep in self.meta.episodes for name in self.camera_names}
+        if len(formats) > 1:
+            raise ValueError(f"Inconsistent camera formats: {sorted(formats)} in {self.root}")
+        return formats.pop() if formats else None
 
     def episode(self, episode: EpisodeRef) -> dict:
         """The metadata entry of an episode given as its entry, its id (str) or its index (int)."""
@@ -130,7 +134,10 @@ class Dataset:
     def episode_id(self, episode: EpisodeRef) -> str:
         return layout.check_name(self.episode(episode)["id"], "episode id", self.root / layout.METADATA_FILE)
 
-    def episode_path(self, episode: EpisodeRef) -> Path:
+    def episode_path(self, episode: EpisodeRef | None = None) -> Path:
+        """The episode's folder (the dataset folder for ``None``, as in openarm_dataset)."""
+        if episode is None:
+            return self.root
         return layout.episode_dir(self.root, self.episode_id(episode))
 
     # ------------------------------------------------------------------- streams
@@ -166,28 +173,58 @@ class Dataset:
             out[key] = read_attribute_file(f.path, key, f.columns)
         return out
 
-    def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False, state: str | None = None) -> dict[str, pd.DataFrame]:
+    def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False, cutoff: float | None = None,
+                 state: str | None = None, smoothing: str | None = None) -> dict[str, pd.DataFrame]:
         """Obs streams as DataFrames indexed by timestamp (datetime64[ns], or float Unix seconds
         with ``use_unixtime``), columns joint1..joint7, gripper (x..qz, gripper for pose).
-        ``state="qpos"|"pose"|"rot6d"`` converts arm states on the fly (see :mod:`.kinematics`)."""
-        if state is not None:
-            from . import kinematics
+        ``state="qpos"|"pose"|"rot6d"`` converts arm states on the fly (see :mod:`.kinematics`);
+        ``cutoff`` (Hz, default the dataset's :meth:`set_smoothing`) low-pass filters the values
+        (float64 then), ``smoothing`` ``filtfilt``|``lfilter`` (see :mod:`.smoothing`)."""
+        return self._load("obs", episode, use_unixtime, cutoff, state, smoothing)
 
-            return kinematics.load_obs(self, episode, state, use_unixtime)
-        return {k: _frame(s, use_unixtime) for k, s in self.streams(episode, "obs").items()}
-
-    def load_action(self, episode: EpisodeRef, use_unixtime: bool = False, state: str | None = None) -> dict[str, pd.DataFrame]:
+    def load_action(self, episode: EpisodeRef, use_unixtime: bool = False, cutoff: float | None = None,
+                    state: str | None = None, smoothing: str | None = None) -> dict[str, pd.DataFrame]:
         """Action streams (the commands sent), same form and options as :meth:`load_obs`."""
+        return self._load("action", episode, use_unixtime, cutoff, state, smoothing)
+
+    def _load(self, kind: str, episode: EpisodeRef, use_unixtime: bool, cutoff: float | None, state: str | None,
+              smoothing: str | None) -> dict[str, pd.DataFrame]:
+        streams = self.streams(episode, kind)
         if state is not None:
             from . import kinematics
 
-            return kinematics.load_action(self, episode, state, use_unixtime)
-        return {k: _frame(s, use_unixtime) for k, s in self.streams(episode, "action").items()}
+            streams = kinematics.represent_streams(self, episode, kind, streams, state)
+        streams = self.smoothed(kind, streams, cutoff, smoothing)
+        return {k: _frame(s, use_unixtime) for k, s in streams.items()}
+
+    def smoothed(self, kind: str, streams: dict[str, Stream], cutoff: float | None = None,
+                 smoothing: str | None = None) -> dict[str, Stream]:
+        """``streams`` low-pass filtered at ``cutoff`` Hz (default: :meth:`set_smoothing`'s; None and no
+        default: unchanged). Each stream's rate is the one metadata.yaml declares for it (250 Hz,
+        openarm_dataset's fixed value, when it declares none); pose quaternions and rot6d columns are
+        renormalised afterwards, as openarm_dataset does."""
+        from . import smoothing as sm
+
+        cutoff = self._cutoff if cutoff is None else cutoff
+        mode = smoothing or self._smoothing
+        if cutoff is None:
+            return streams
+        sm.check(cutoff, mode)
+        out = {}
+        for key, s in streams.items():
+            prefix, attr = key.rsplit("/", 1)
+            emb, _, comp = prefix.partition("/")
+            rate = self.meta.frequency(kind, emb, comp or None) or sm.DEFAULT_RATE_HZ
+            values = sm.lowpass(s.values, cutoff, rate, mode)
+            if values is not s.values:
+                values = sm.renormalize(attr, values)
+            out[key] = Stream(s.key, s.path, s.timestamps, values, s.columns)
+        return out
 
     # ------------------------------------------------------------------- cameras
     def load_camera(self, name: str, episode: EpisodeRef) -> Camera:
-        if name not in self.meta.cameras:
-            raise KeyError(f"{self.root / layout.METADATA_FILE}: no camera {name!r} (have {self.meta.cameras})")
+        """One camera of an episode; ``name`` may be a legacy name (``left_wrist`` for ``wrist_left``)."""
+        name = self.meta.camera_name(name, self.root / layout.METADATA_FILE)
         ep_id = self.episode_id(episode)
         stored = self.meta.stored_camera_name(name)
         path = layout.camera_dir(self.root, ep_id, name, self.version, stored)
@@ -204,9 +241,10 @@ class Dataset:
             path = layout.camera_dir(self.root, ep_id, name, self.version, alt)
         return Camera(name, path)
 
-    def load_cameras(self, episode: EpisodeRef) -> dict[str, Camera]:
-        """Cameras of an episode by name (0.1.0/unversioned wrist cameras renamed wrist_left/right)."""
-        return {name: self.load_camera(name, episode) for name in self.camera_names}
+    def load_cameras(self, episode: EpisodeRef) -> CameraDict:
+        """Cameras of an episode by name (0.1.0/unversioned wrist cameras renamed wrist_left/right;
+        the old names work as keys too)."""
+        return CameraDict({name: self.load_camera(name, episode) for name in self.camera_names})
 
     # ------------------------------------------------------------------ sampling
     def sample(
@@ -217,33 +255,36 @@ class Dataset:
         decode: bool = False,
         workers: int | None = None,
         state: str | None = None,
-    ) -> Iterator[Sample]:
+        *,
+        episode_index: int | None = None,
+    ) -> SampleSequence:
         """Resample every episode (or one) on a fixed ``hz`` grid over the common time range.
 
-        The grid starts at the latest first stamp of all streams and cameras and stops before the
-        earliest last stamp (openarm_dataset's range). ``align`` picks, per stream, the sample
-        ``previous`` (latest at or before t; default, causal), ``next`` (first at or after t, as
-        openarm_dataset does) or ``nearest``. With ``decode=True`` frames are decoded ahead by a
-        pool of ``workers`` threads (default: CPU count); otherwise they stay lazy Frames.
-        ``state="qpos"|"pose"|"rot6d"`` converts the arm entries per episode (see :mod:`.kinematics`).
+        Returns a lazy :class:`SampleSequence`: ``len``, indexing (negative too), slicing and
+        iteration, items built on access (one episode's arrays held at a time), and ``next()`` as
+        on the iterator this used to return. The grid starts at the latest first stamp of all
+        streams and cameras and stops before the earliest last stamp (openarm_dataset's range).
+        ``align`` picks, per stream, the sample ``previous`` (latest at or before t; default,
+        causal), ``next`` (first at or after t, as openarm_dataset does) or ``nearest``. With
+        ``decode=True`` frames are decoded (when iterating, ahead by a pool of ``workers``
+        threads, default the CPU count); otherwise they stay lazy Frames. ``state="qpos"|"pose"|"rot6d"``
+        converts the arm entries per episode (see :mod:`.kinematics`). ``episode_index`` is
+        openarm_dataset's README spelling of ``episode``. Smoothing (:meth:`set_smoothing`) applies.
         """
-        if state is not None:
-            from . import kinematics
-
-            yield from kinematics.sample(self, hz, state, episode=episode, align=align, decode=decode)
-            return
+        if episode_index is not None:
+            if episode is not None:
+                raise ValueError("give episode or episode_index, not both")
+            episode = episode_index
         sampler.period_ns(hz)
         if align not in sampler.ALIGNMENTS:
             raise ValueError(f"align must be one of {sampler.ALIGNMENTS}, not {align!r}")
+        if state is not None:
+            from .kinematics import STATES
+
+            if state not in STATES:
+                raise ValueError(f"state must be one of {STATES}, not {state!r}")
         episodes = self.meta.episodes if episode is None else [self.episode(episode)]
-        if not decode:
-            for ep in episodes:
-                yield from self._sample_episode(ep, hz, align, None)
-            return
-        workers = workers or os.cpu_count() or 1
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jpeg") as pool:
-            for ep in episodes:
-                yield from self._sample_episode(ep, hz, align, (pool, workers))
+        return SampleSequence(self, episodes, hz, align, decode, workers, state)
 
     def sim_streams(self, episode: EpisodeRef) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Simulation streams of a generated episode (empty for recorded data): ``object_pose``,
@@ -254,9 +295,28 @@ class Dataset:
             return {}
         return sidecar.sim_streams(folder, self.camera_names)
 
-    def _sample_episode(self, episode: dict, hz: float, how: str, pool) -> Iterator[Sample]:
+    def sample_grid(self, episode: EpisodeRef, hz: float) -> np.ndarray:
+        """The grid (int64 ns) :meth:`sample` uses for an episode, from the timestamps alone (no
+        values read): ``time_grid`` over the common range of every stream and camera."""
+        stamp_arrays = []
+        for kind in layout.KINDS:
+            for f in self.stream_files(episode, kind):
+                stamps, names = read_timestamps(f.path)
+                # named like the first stream of the file, as _episode_plan's check names it
+                first = f.attribute or next((n for n in names if n != layout.TIMESTAMP_COLUMN), "state")
+                _check_stamps(stamps, f.path, f"{f.prefix}/{first}")
+                stamp_arrays.append(stamps)
+        for name, cam in self.load_cameras(episode).items():
+            _check_stamps(cam.timestamps, cam.path, f"camera {name}")
+            stamp_arrays.append(cam.timestamps)
+        if not stamp_arrays:
+            raise StreamError(self.episode_path(episode), "episode has no streams and no cameras")
+        start, end = sampler.common_range(stamp_arrays)
+        return sampler.time_grid(start, end, hz)
+
+    def _episode_plan(self, episode: dict, hz: float, how: str) -> _EpisodePlan:
         ep_id = self.episode_id(episode)
-        groups = {"obs": self.streams(episode, "obs"), "action": self.streams(episode, "action")}
+        groups = {kind: self.streams(episode, kind) for kind in layout.KINDS}
         cameras = self.load_cameras(episode)
         sim = self.sim_streams(episode)
         stamp_arrays = []
@@ -271,36 +331,52 @@ class Dataset:
             raise StreamError(self.episode_path(episode), "episode has no streams and no cameras")
         start, end = sampler.common_range(stamp_arrays)
         grid = sampler.time_grid(start, end, hz)
+        groups = {kind: self.smoothed(kind, streams) for kind, streams in groups.items()}
         gathered = {
             kind: [(key, s.values[sampler.align(s.timestamps, grid, how)]) for key, s in streams.items()]
             for kind, streams in groups.items()
         }
         sim_rows = [(key, vals[sampler.align(ts, grid, how)]) for key, (ts, vals) in sim.items()]
         cam_idx = [(name, cam, sampler.align(cam.timestamps, grid, how)) for name, cam in cameras.items()]
-        obs_rows, act_rows = gathered["obs"], gathered["action"]
-        grid_list = grid.tolist()
+        # a CameraDict (legacy names as keys) only where the dataset stores legacy names, the only case
+        # where ported code asks for them; elsewhere a plain dict keeps the per-sample cost down
+        renamed = any(self.meta.stored_camera_name(name) != name for name in cameras)
+        return _EpisodePlan(ep_id, grid, gathered["obs"], gathered["action"], sim_rows, cam_idx, renamed)
+
+    def _sample_episode(self, episode: dict, hz: float, how: str, pool) -> Iterator[Sample]:
+        plan = self._episode_plan(episode, hz, how)
         if pool is None:
-            cam_cols = [(name, [Frame(cam, int(i), int(cam.timestamps[i])) for i in idx]) for name, cam, idx in cam_idx]
+            cam_cols = [(name, [Frame(cam, int(i), int(cam.timestamps[i])) for i in idx]) for name, cam, idx in plan.cameras]
         else:
-            cam_cols = [(name, _DecodedColumn(cam, idx, *pool)) for name, cam, idx in cam_idx]
-        for k, t in enumerate(grid_list):
-            yield Sample(
-                ep_id,
-                t,
-                {key: v[k] for key, v in obs_rows},
-                {key: v[k] for key, v in act_rows},
-                {name: col[k] for name, col in cam_cols},
-                {key: v[k] for key, v in sim_rows},
-            )
+            cam_cols = [(name, _DecodedColumn(cam, idx, *pool)) for name, cam, idx in plan.cameras]
+        ep, obs, action, sim = plan.episode, plan.obs, plan.action, plan.sim
+        if plan.renamed:
+            for k, t in enumerate(plan.grid.tolist()):
+                yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
+                             CameraDict([(name, col[k]) for name, col in cam_cols]), {key: v[k] for key, v in sim})
+            return
+        for k, t in enumerate(plan.grid.tolist()):  # the hot loop: inlined, plain dicts (no alias to resolve)
+            yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
+                         {name: col[k] for name, col in cam_cols}, {key: v[k] for key, v in sim})
 
     # ----------------------------------------------------------------- validation
-    def validate(self, **options) -> list:
+    def validate(self, on_error: Callable[[str], object] | None = None, **options):
         """Run the validation checks (see :func:`openarm_sim_dataset.validate.validate`) and return a
         ``Report``: rows ``(check, status pass|fail|skip, detail, episodes)`` with ``.counts`` of passed,
-        failed and skipped apart. Does not modify the dataset."""
+        failed and skipped apart; its truth value is the verdict (``if ds.validate():``, as
+        openarm_dataset's bool). ``on_error`` (openarm_dataset's callback) is called with
+        ``<file>: includes null values`` for each stream file holding a null/NaN, then with
+        ``<check>: <detail>`` for each failed check. Does not modify the dataset."""
         from .validate import validate
 
-        return validate(self, **options)
+        report = validate(self, **options)
+        if on_error is not None:
+            for line in report.file_lines:
+                on_error(line)
+            for r in report:
+                if r.failed:
+                    on_error(f"{r.check}: {r.detail}")
+        return report
 
     # -------------------------------------------------------------------- writing
     def episode_data(self, episode: EpisodeRef) -> EpisodeData:
@@ -315,7 +391,7 @@ class Dataset:
                     raise StreamError(s.path, f"{key} has other timestamps than the rest of {prefix}; cannot share one state.parquet")
                 group.attributes[attr] = s.values
         for name, cam in self.load_cameras(episode).items():
-            data.cameras[name] = ((f.timestamp, f.read_bytes()) for f in cam.frames())
+            data.cameras[name] = ((f.timestamp_ns, f.read_bytes()) for f in cam.frames())
         sim = self.episode_path(episode) / layout.SIM_DIR
         if sim.is_dir():
             for p in sorted(sim.rglob("*")):
@@ -323,14 +399,24 @@ class Dataset:
                     data.files[p.relative_to(self.episode_path(episode)).as_posix()] = p
         return data
 
-    def write(self, out: str | os.PathLike, camera_format: str = "dir", episodes: list[EpisodeRef] | None = None,
-              progress: Callable[[str], None] | None = None) -> Path:
-        """Write (a selection of) this dataset as a new 0.4.0 dataset at ``out``.
+    def write(self, out: str | os.PathLike, format: str | None = None, camera_format: str = "dir",
+              episodes: list[EpisodeRef] | None = None, progress: Callable[[str], None] | None = None,
+              **options) -> Path:
+        """Write (a selection of) this dataset as a new dataset at ``out``.
 
-        The whole output is built in a temporary sibling folder and renamed into place, so ``out``
-        either does not exist or is complete. An existing ``out`` is refused.
+        ``format`` (openarm_dataset's argument): ``None``/``"openarm"`` writes 0.4.0 (``camera_format``
+        ``dir`` or ``tar``); ``lerobot_v2.1``, ``lerobot_v3.0``, ``gr00t`` and ``rrd`` go through
+        :mod:`openarm_sim_dataset.convert` (``options``: its options, e.g. ``fps=30``). The whole output
+        is built in a temporary sibling and renamed into place, so ``out`` either does not exist or is
+        complete. An existing ``out`` is refused. Smoothing never applies to what is written.
         """
         out = Path(out)
+        if format not in (None, "openarm"):
+            from .convert import write_format
+
+            return write_format(self, out, format, camera_format=camera_format, **options)
+        if options:
+            raise TypeError(f"unexpected options for the openarm format: {', '.join(sorted(options))}")
         chosen = self.meta.episodes if episodes is None else [self.episode(e) for e in episodes]
         with new_dataset(out) as tmp:
             for ep in chosen:
@@ -343,6 +429,148 @@ class Dataset:
             meta.data["episodes"] = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id") in keep]
             meta.write(tmp)
         return out
+
+
+class CameraDict(dict):
+    """``{name: Camera}`` where a legacy name (``left_wrist``, ``right_wrist``) finds the camera that
+    this package calls ``wrist_left``/``wrist_right``, as ported openarm_dataset code asks for it."""
+
+    def _alias(self, key):
+        new = layout.LEGACY_CAMERA_RENAMES.get(key) if isinstance(key, str) else None
+        return new if new is not None and dict.__contains__(self, new) else None
+
+    def __missing__(self, key):
+        alias = self._alias(key)
+        if alias is None:
+            raise KeyError(key)
+        return self[alias]
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or self._alias(key) is not None
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
+class _EpisodePlan:
+    """One episode's sampling, decided: the grid and, per stream, the rows picked at each grid point."""
+
+    __slots__ = ("episode", "grid", "obs", "action", "sim", "cameras", "renamed")
+
+    def __init__(self, episode: str, grid: np.ndarray, obs: list, action: list, sim: list, cameras: list,
+                 renamed: bool):
+        self.episode, self.grid, self.obs, self.action, self.sim, self.cameras = episode, grid, obs, action, sim, cameras
+        self.renamed = renamed
+
+    def frames(self, k: int, decode: bool) -> dict:
+        out = CameraDict() if self.renamed else {}
+        for name, cam, idx in self.cameras:
+            i = int(idx[k])
+            f = Frame(cam, i, int(cam.timestamps[i]))
+            if decode:
+                arr = f.load()
+                arr.flags.writeable = False
+                out[name] = arr
+            else:
+                out[name] = f
+        return out
+
+    def sample(self, k: int, t: int, cameras: dict) -> Sample:
+        return Sample(self.episode, t, {key: v[k] for key, v in self.obs}, {key: v[k] for key, v in self.action},
+                      cameras, {key: v[k] for key, v in self.sim})
+
+
+class SampleSequence(Sequence):
+    """The samples of :meth:`Dataset.sample`, built on access.
+
+    ``len()`` reads only timestamps (once per episode); ``seq[k]`` (negative too) loads the episode
+    holding k and keeps that one episode's arrays; ``seq[a:b:c]`` is a list of those samples;
+    iterating goes episode by episode (frames decoded ahead with ``decode=True``) and can be repeated.
+    ``next(seq)`` continues a private iterator, so code written for the generator this used to be
+    still runs. Memory stays that of one episode however long the dataset.
+    """
+
+    def __init__(self, ds: Dataset, episodes: list[dict], hz: float, align: str, decode: bool,
+                 workers: int | None, state: str | None):
+        self._ds, self._episodes, self._hz, self._align = ds, episodes, hz, align
+        self._decode, self._workers, self._state = decode, workers, state
+        self._lengths: list[int] | None = None
+        self._offsets: np.ndarray | None = None
+        self._cached: tuple[int, _EpisodePlan, list | None] | None = None
+        self._cursor: Iterator[Sample] | None = None
+
+    # -------------------------------------------------------------- sizes
+    def _sizes(self) -> np.ndarray:
+        if self._offsets is None:
+            self._lengths = [len(self._ds.sample_grid(ep, self._hz)) for ep in self._episodes]
+            self._offsets = np.cumsum([0] + self._lengths)
+        return self._offsets
+
+    def __len__(self) -> int:
+        return int(self._sizes()[-1])
+
+    # ------------------------------------------------------------ access
+    def _episode(self, e: int) -> tuple[_EpisodePlan, list | None]:
+        if self._cached is None or self._cached[0] != e:
+            self._cached = None  # release the previous episode's arrays before loading the next
+            plan = self._ds._episode_plan(self._episodes[e], self._hz, self._align)
+            converted = None
+            if self._state is not None:  # FK/IK run per episode in one batch, as when iterating
+                from . import kinematics
+
+                batch = [plan.sample(k, t, plan.frames(k, False)) for k, t in enumerate(plan.grid.tolist())]
+                converted = list(kinematics._convert_batch(self._ds, batch, self._state)) if batch else []
+            self._cached = (e, plan, converted)
+        return self._cached[1], self._cached[2]
+
+    def _item(self, k: int) -> Sample:
+        offsets = self._sizes()
+        e = int(np.searchsorted(offsets, k, side="right") - 1)
+        plan, converted = self._episode(e)
+        j = k - int(offsets[e])
+        if converted is not None:
+            return self._item_of(plan, converted, j)
+        return plan.sample(j, int(plan.grid[j]), plan.frames(j, self._decode))
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._item(k) for k in range(*index.indices(len(self)))]
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"sample indices must be integers or slices, not {type(index).__name__}")
+        n = len(self)
+        if not -n <= int(index) < n:
+            raise IndexError(f"sample index {index} out of range ({n} samples)")
+        return self._item(int(index) % n)
+
+    def __iter__(self) -> Iterator[Sample]:
+        if self._state is not None:
+            for e in range(len(self._episodes)):
+                plan, converted = self._episode(e)
+                yield from (self._item_of(plan, converted, j) for j in range(len(converted)))
+            return
+        if not self._decode:
+            for ep in self._episodes:
+                yield from self._ds._sample_episode(ep, self._hz, self._align, None)
+            return
+        workers = self._workers or os.cpu_count() or 1
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jpeg") as pool:
+            for ep in self._episodes:
+                yield from self._ds._sample_episode(ep, self._hz, self._align, (pool, workers))
+
+    def _item_of(self, plan: _EpisodePlan, converted: list, j: int) -> Sample:
+        s = converted[j]
+        if self._decode:
+            return Sample(s.episode, s.timestamp_ns, s.obs, s.action, plan.frames(j, True), s.sim)
+        return s
+
+    def __next__(self) -> Sample:
+        if self._cursor is None:
+            self._cursor = iter(self)
+        return next(self._cursor)
+
+    def __repr__(self) -> str:
+        n = "?" if self._offsets is None else str(len(self))
+        return f"SampleSequence({n} samples of {len(self._episodes)} episode(s) at {self._hz:g} Hz, align={self._align!r})"
 
 
 def _check_stamps(stamps: np.ndarray, path: Path, what: str) -> None:

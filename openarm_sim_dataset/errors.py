@@ -18,19 +18,24 @@ class DatasetError(Exception):
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
-class MetadataError(DatasetError):
+# The bad-value errors below are also ``ValueError``s: openarm_dataset raises ValueError for an unknown
+# state.parquet column, an unknown embodiment id or a camera format it does not know, and code ported
+# from it catches that.
+
+
+class MetadataError(DatasetError, ValueError):
     """metadata.yaml (or episodes.jsonl) is missing, unreadable or breaks the schema."""
 
 
-class UnsafeNameError(DatasetError):
+class UnsafeNameError(DatasetError, ValueError):
     """An episode id, camera or embodiment name could escape the dataset folder."""
 
 
-class StreamError(DatasetError):
+class StreamError(DatasetError, ValueError):
     """A parquet stream is unreadable, has the wrong schema, or is empty where data is needed."""
 
 
-class CameraError(DatasetError):
+class CameraError(DatasetError, ValueError):
     """A camera folder or tar archive is missing, unsafe or holds frames that are not JPEG."""
 
 

@@ -278,7 +278,9 @@ def represent_streams(ds, episode, kind: str, streams: dict, state: str) -> dict
     obs = streams if kind == "obs" else None
     for prefix, rec in groups.items():
         side = prefix.rsplit("/", 1)[1]
-        src = rec.get(state) or rec.get("qpos" if state != "qpos" else "pose") or rec.get("pose")
+        # a recorded pose is the source of rot6d (as in openarm_dataset and in the sampling path's
+        # convert_rows); FK only when no pose was recorded
+        src = rec.get(state) or (rec.get("pose") or rec.get("qpos") if state != "qpos" else rec.get("pose"))
         if state in rec:
             values = rec[state].values
         else:

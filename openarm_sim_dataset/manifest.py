@@ -106,12 +106,17 @@ def hash_files(paths: list[Path]) -> list[tuple[str, int] | ManifestError]:
         return list(pool.map(one, paths, chunksize=16))
 
 
-def compute(ep_dir: Path) -> Entries:
-    """Hash every file of an episode folder (raises ManifestError for a link or special file)."""
+def compute(ep_dir: Path, known: Entries | None = None) -> Entries:
+    """Hash every file of an episode folder (raises ManifestError for a link or special file).
+
+    ``known``: entries of files whose bytes the caller hashed as it wrote them (a recorder's frames);
+    those files are listed from it without being read again (a file not present is not listed)."""
     ep_dir = Path(ep_dir)
     rels = episode_files(ep_dir)
-    out: Entries = {}
-    for rel, res in zip(rels, hash_files([ep_dir / r for r in rels])):
+    known = known or {}
+    todo = [r for r in rels if r not in known]
+    out: Entries = {r: known[r] for r in rels if r in known}
+    for rel, res in zip(todo, hash_files([ep_dir / r for r in todo])):
         if isinstance(res, ManifestError):
             raise res
         out[rel] = res
@@ -173,14 +178,15 @@ def read(ep_dir: Path) -> Entries | None:
     return parse(p.read_bytes(), p)
 
 
-def write(ep_dir: Path, source: Path | None = None) -> Entries:
+def write(ep_dir: Path, source: Path | None = None, known: Entries | None = None) -> Entries:
     """Hash every file of ``ep_dir`` and write its manifest (atomically); returns the entries.
 
     ``source``: the episode folder these files were copied from verbatim. When it has a manifest,
     every copied file must match it: a file that changed since its manifest was written is refused
-    (ManifestError naming the source file) rather than blessed by a new manifest.
+    (ManifestError naming the source file) rather than blessed by a new manifest. ``known``: see
+    :func:`compute`.
     """
-    entries = compute(ep_dir)
+    entries = compute(ep_dir, known)
     if source is not None:
         before = read(source)
         for rel, (digest, size) in (before or {}).items():

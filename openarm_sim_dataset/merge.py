@@ -70,16 +70,20 @@ def check_compatible(datasets: Sequence[Dataset], allow_mixed_provenance: bool =
     ref = datasets[0]
     ref_doc = ref.meta.to_dict()
     mixed = False
-    for ds in datasets[1:]:
+    for i, ds in enumerate(datasets[1:], 1):
         meta_file = ds.root / layout.METADATA_FILE
+        # each message starts with openarm_dataset's wording ("Dataset <i>: version mismatch. ..."),
+        # which ported scripts look for, then says where and what differs
         if ds.version != ref.version:
-            raise MergeError(meta_file, f"format version {ds.version} differs from {ref.version} of {ref.root} "
-                                        "(convert both with dataset-convert first)")
+            raise MergeError(meta_file, f"Dataset {i}: version mismatch. Expected {ref.version!r}, got {ds.version!r} "
+                                        f"(format version {ds.version} differs from {ref.version} of {ref.root}; "
+                                        "convert both with dataset-convert first)")
         doc = ds.meta.to_dict()
         for key in ("equipment", "frequencies"):
             d = first_difference(ref_doc.get(key) or {}, doc.get(key) or {}, key)
             if d:
-                raise MergeError(meta_file, f"{key} differs from {ref.root}: {d}")
+                raise MergeError(meta_file, f"Dataset {i}: {key} configuration differs from dataset 0 "
+                                            f"({key} differs from {ref.root}: {d})")
         a, b = ref.meta.simulation, ds.meta.simulation
         if (a is None) != (b is None):
             what = "simulated" if b is not None else "recorded"
@@ -182,12 +186,20 @@ def copy_episode_tree(src: Path, dest: Path, link: bool) -> None:
     manifest.write(dest, source=src)
 
 
+def merge_datasets(inputs: Sequence[str | os.PathLike], output: str | os.PathLike, symlink: bool = False) -> None:
+    """openarm_dataset's ``merge_datasets``: :func:`merge` with its arguments. ``symlink=True`` shares
+    the inputs' files by hard links (``link``), never by symbolic links: a merged dataset stays whole
+    when an input is moved or deleted, and this package's writers replace files by rename, so nothing
+    writes through a link into an input."""
+    merge(inputs, output, link=symlink)
+
+
 def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: bool = False,
           allow_mixed_provenance: bool = False, quiet: bool = True) -> Summary:
     """Merge ``inputs`` into a new dataset ``out`` (see the module docstring for the rules)."""
     out = Path(out)
     if len(inputs) < 2:
-        raise MergeError(None, "at least two input datasets are required")
+        raise MergeError(None, "At least two input datasets are required (at least two inputs, each a different folder)")
     roots = [Path(p) for p in inputs]
     seen: dict[Path, Path] = {}
     for r in roots:
@@ -202,7 +214,7 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
         if out_real == real or real in out_real.parents:
             raise MergeError(out, f"lies inside the input {r} (inputs are never modified)")
     if out.exists():
-        raise MergeError(out, "already exists (refusing to overwrite)")
+        raise MergeError(out, f"Output path {out} already exists (refusing to overwrite)")
     datasets = [Dataset(r) for r in roots]
     mixed = check_compatible(datasets, allow_mixed_provenance)
     tasks, task_maps = merge_tasks(datasets)
@@ -241,3 +253,11 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
     finally:
         bar.close()
     return summary.finish()
+
+
+if __name__ == "__main__":  # python -m openarm_sim_dataset.merge: openarm_dataset's entry point (dataset-merge)
+    import sys
+
+    from .cli.merge import main
+
+    sys.exit(main())

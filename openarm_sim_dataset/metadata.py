@@ -11,6 +11,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,13 +120,25 @@ def _type_names(types: type | tuple) -> str:
 class Metadata:
     """The dataset description, normalised to the 0.4.0 shape whatever layout it was read from.
 
-    ``data`` is the normalised document (unknown keys kept); ``version`` the layout it came from.
+    ``data`` is the normalised document (unknown keys kept); ``layout`` the layout it came from
+    (``"unversioned"`` for the oldest) and ``version`` its version string, None for the unversioned
+    layout as in openarm_dataset. ``Metadata(path)`` with the
+    path of a ``metadata.yaml`` (or of its folder) loads it, as openarm_dataset's ``Metadata(path)``.
     """
 
-    def __init__(self, data: dict, path: str | os.PathLike | None = None, version: str | None = None):
+    def __init__(self, data: dict | str | os.PathLike, path: str | os.PathLike | None = None,
+                 version: str | None = None):
+        if isinstance(data, (str, os.PathLike)):
+            if path is not None or version is not None:
+                raise TypeError("Metadata(yaml_path) takes no path or version")
+            yaml_path = Path(data)
+            root = yaml_path if yaml_path.is_dir() else yaml_path.parent
+            data, path, version = _read_document(yaml_path if not yaml_path.is_dir() else root / layout.METADATA_FILE,
+                                                 root)
         self.path = Path(path) if path is not None else Path(layout.METADATA_FILE)
         self.data = data
-        self.version = version or data.get("version") or layout.FORMAT_VERSION
+        #: the layout the document was read from: a version string, or ``"unversioned"``
+        self.layout = version or data.get("version") or layout.FORMAT_VERSION
         self._camera_stored: dict[str, str] = {}
         self._validate()
 
@@ -134,16 +147,7 @@ class Metadata:
     def load(cls, root: str | os.PathLike) -> "Metadata":
         """Load ``<root>/metadata.yaml`` (plus ``episodes.jsonl`` for the unversioned layout)."""
         root = Path(root)
-        path = root / layout.METADATA_FILE
-        doc = load_yaml_document(path)
-        if not isinstance(doc, dict):
-            raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
-        if "meta" in doc:
-            return cls(_convert_unversioned(doc, root), path, layout.UNVERSIONED)
-        version = doc.get("version")
-        if version not in layout.KNOWN_VERSIONS[1:]:
-            raise MetadataError(path, f"unknown version {version!r} (known: {', '.join(layout.KNOWN_VERSIONS[1:])})")
-        return cls(doc, path, version)
+        return cls(*_read_document(root / layout.METADATA_FILE, root))
 
     # -------------------------------------------------------------- validation
     def _validate(self) -> None:
@@ -193,7 +197,7 @@ class Metadata:
             except DatasetError as e:
                 raise MetadataError(p, f"equipment.perceptions.cameras: {e.message}") from None
             canonical = stored
-            if self.version in (layout.UNVERSIONED, "0.1.0"):
+            if self.layout in (layout.UNVERSIONED, "0.1.0"):
                 canonical = layout.LEGACY_CAMERA_RENAMES.get(stored, stored)
             if canonical in self._camera_stored:
                 raise MetadataError(p, f"camera {canonical!r} is declared twice")
@@ -215,6 +219,12 @@ class Metadata:
 
     # -------------------------------------------------------------- properties
     @property
+    def version(self) -> str | None:
+        """The ``version:`` of the layout read, None for the unversioned layout (openarm_dataset's
+        meaning; :attr:`layout` and ``Dataset.version`` say ``"unversioned"``)."""
+        return None if self.layout == layout.UNVERSIONED else self.layout
+
+    @property
     def episodes(self) -> list[dict]:
         """Episode entries (``id`` as given; use :func:`layout.check_name` to normalise)."""
         if self.data.get("episodes") is None:
@@ -234,13 +244,36 @@ class Metadata:
         return self.data.get("tasks") or []
 
     @property
-    def equipment(self) -> dict:
-        return self.data["equipment"]
+    def operator(self) -> str | None:
+        """Who recorded the dataset (``operator:``), or None."""
+        return self.data.get("operator")
+
+    @property
+    def location(self) -> str | None:
+        """Where it was recorded (``location:``), or None."""
+        return self.data.get("location")
+
+    @property
+    def operation_type(self) -> str:
+        """How it was recorded (``operation_type:``); ``teleop`` when absent, as in openarm_dataset."""
+        return self.data.get("operation_type", "teleop")
+
+    @property
+    def equipment(self) -> "Section":
+        """The ``equipment:`` mapping, also with openarm_dataset's attributes: ``.id``, ``.version``,
+        ``.embodiments`` (name -> :class:`Embodiment`), ``.perceptions.cameras`` (name -> its mapping)."""
+        eq = self.data["equipment"]
+        perceptions = eq.get("perceptions") or {}
+        declared = perceptions.get("cameras") or {}
+        cameras = {name: declared[self.stored_camera_name(name)] or {} for name in self.cameras}
+        return Section(eq, id=eq.get("id"), version=eq.get("version"),
+                       embodiments={e.name: e for e in self.embodiments},
+                       perceptions=Section(perceptions, cameras=cameras))
 
     @property
     def embodiments(self) -> list[Embodiment]:
         out = []
-        for name, emb in self.equipment["embodiments"].items():
+        for name, emb in self.data["equipment"]["embodiments"].items():
             comps = layout.ARM_SIDES if emb["id"] == layout.EMBODIMENT_OPENARM else ()
             out.append(Embodiment(name, emb["id"], comps))
         return out
@@ -250,13 +283,27 @@ class Metadata:
         """Camera names as this package exposes them (0.1.0/unversioned wrist names renamed)."""
         return list(self._camera_stored)
 
+    def camera_name(self, name: str, source: str | os.PathLike | None = None) -> str:
+        """The camera's name as this package exposes it: ``name`` itself, or for a legacy name
+        (``left_wrist``/``right_wrist``, what openarm_dataset calls the wrist cameras of 0.1.0 and
+        unversioned datasets) the ``wrist_left``/``wrist_right`` camera it stands for. Unknown names
+        raise KeyError naming ``source`` (default metadata.yaml) and the cameras there are."""
+        if name in self._camera_stored:
+            return name
+        alias = layout.LEGACY_CAMERA_RENAMES.get(name)
+        if alias in self._camera_stored:
+            return alias
+        raise KeyError(f"{source or self.path}: Camera {name} not found. Available: {self.cameras}")
+
     def stored_camera_name(self, camera: str) -> str:
         """The camera's name as the dataset stores it (differs from ``camera`` only for old layouts)."""
         return self._camera_stored[camera]
 
     @property
-    def frequencies(self) -> dict:
-        return self.data.get("frequencies") or {}
+    def frequencies(self) -> "Section":
+        """The ``frequencies:`` mapping, also with openarm_dataset's ``.obs``, ``.action``, ``.cameras``."""
+        f = self.data.get("frequencies") or {}
+        return Section(f, obs=f.get("obs") or {}, action=f.get("action") or {}, cameras=f.get("cameras") or {})
 
     def frequency(self, kind: str, embodiment: str, component: str | None = None) -> float | None:
         """Declared rate in Hz of an obs/action stream or (kind ``cameras``) a camera, or None."""
@@ -275,7 +322,7 @@ class Metadata:
         """The document as written in the 0.4.0 layout (a deep copy; unknown keys kept)."""
         data = copy.deepcopy(self.data)
         data["version"] = layout.FORMAT_VERSION
-        if self.version in (layout.UNVERSIONED, "0.1.0"):
+        if self.layout in (layout.UNVERSIONED, "0.1.0"):
             rename = layout.LEGACY_CAMERA_RENAMES
             cams = data.get("equipment", {}).get("perceptions", {}).get("cameras")
             if cams:
@@ -298,6 +345,40 @@ class Metadata:
     def copy(self) -> "Metadata":
         """An independent copy, already in 0.4.0 form."""
         return Metadata(self.to_dict(), self.path, layout.FORMAT_VERSION)
+
+
+class Section(Mapping):
+    """A read-only view of one mapping of metadata.yaml that also answers openarm_dataset's attribute
+    names (``meta.equipment.perceptions.cameras``, ``meta.frequencies.obs``)."""
+
+    def __init__(self, data: dict, **attributes: Any):
+        self._data = data
+        self.__dict__.update(attributes)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Section({self._data!r})"
+
+
+def _read_document(path: Path, root: Path) -> tuple[dict, Path, str]:
+    """(document in 0.4.0 shape, its path, the layout it came from) of a metadata.yaml."""
+    doc = load_yaml_document(path)
+    if not isinstance(doc, dict):
+        raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
+    if "meta" in doc:
+        return _convert_unversioned(doc, root), path, layout.UNVERSIONED
+    version = doc.get("version")
+    if version not in layout.KNOWN_VERSIONS[1:]:
+        raise MetadataError(path, f"unknown version {version!r} (known: {', '.join(layout.KNOWN_VERSIONS[1:])})")
+    return doc, path, version
 
 
 #: Types of the ``simulation:`` keys that readers use (each optional; other keys are kept unchecked).

@@ -55,8 +55,9 @@ class FileRepair:
             out.append(f"{self.path}: repaired {self.repaired} value(s)")
         if self.unrepairable:
             rows = ", ".join(map(str, self.rows)) + (", ..." if self.unrepairable > len(self.rows) else "")
-            out.append(f"{self.path}: {self.unrepairable} value(s) unrepairable (consecutive or at the first/last "
-                       f"sample), rows {rows}")
+            # openarm_dataset's wording (scripts grep for it), then where
+            out.append(f"{self.path}: {self.unrepairable} value(s) could not be repaired (consecutive or boundary "
+                       f"gap), rows {rows}")
         return out
 
 
@@ -163,6 +164,20 @@ def _link_tree(src: Path, dest: Path) -> None:
                 shutil.copy2(p, dest / rel / name)
 
 
+def repair_dataset(input_path: str | os.PathLike, output_path: str | os.PathLike | None = None,
+                   on_repair=None, on_error=None) -> None:
+    """openarm_dataset's ``repair_dataset``: :func:`repair`, calling ``on_repair(message)`` for each
+    file repaired (``<file>: repaired N value(s)``) and ``on_error(message)`` for each file with values
+    left unrepaired (``<file>: N value(s) could not be repaired (consecutive or boundary gap), rows ...``)."""
+
+    def line(message: str, bad: bool) -> None:
+        callback = on_error if bad else on_repair
+        if callback is not None:
+            callback(message)
+
+    repair(input_path, output_path, on_line=line)
+
+
 def repair(root: str | os.PathLike, out: str | os.PathLike | None = None, quiet: bool = True,
            on_line=None) -> RepairReport:
     """Repair ``root`` in place, or (``out``) write a repaired copy and leave ``root`` unchanged."""
@@ -200,7 +215,7 @@ def repair(root: str | os.PathLike, out: str | os.PathLike | None = None, quiet:
             reports.append(rep)
             for line in rep.lines():
                 if on_line:
-                    on_line(line, rep.unrepairable > 0 and "unrepairable" in line)
+                    on_line(line, "could not be repaired" in line)
             bar.update(1)
         if tmp is not None:
             finish_dataset_root(tmp, out)
@@ -214,3 +229,11 @@ def repair(root: str | os.PathLike, out: str | os.PathLike | None = None, quiet:
     total.summary.notes.append(f"{total.repaired} value(s) repaired, {total.unrepairable} unrepairable "
                                f"in {sum(1 for f in reports if f.repaired or f.unrepairable)} of {len(reports)} file(s)")
     return total
+
+
+if __name__ == "__main__":  # python -m openarm_sim_dataset.repair: openarm_dataset's entry point (dataset-repair)
+    import sys
+
+    from .cli.repair import main
+
+    sys.exit(main())

@@ -1,11 +1,14 @@
 """Pure resampling: integer-nanosecond time grids and alignment rules (timestamps in, indices out).
 
 No floats touch a timestamp: grid point k is ``start + floor(k * 1e9 / hz)`` computed exactly with
-integers, so a frame stamped exactly on a grid point is always the one picked.
+integers, so a frame stamped exactly on a grid point is always the one picked. Also the plain
+containers sampling returns (:class:`Sample`) and openarm_dataset's ``Sampler`` front, which imports
+nothing of the package (it calls the dataset it is given).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 
 import numpy as np
@@ -75,3 +78,62 @@ def align(stamps: np.ndarray, grid: np.ndarray, how: str = "previous") -> np.nda
 
 def is_strictly_increasing(stamps: np.ndarray) -> bool:
     return bool(np.all(np.diff(stamps) > 0))
+
+
+# ------------------------------------------------------------------ what sampling returns
+class Sample(Mapping):
+    """One grid point of one episode.
+
+    ``timestamp_ns`` is the exact grid time in int64 nanoseconds; ``timestamp`` is the same instant in
+    float Unix seconds, as openarm_dataset's ``Sample.timestamp`` (compute with ``timestamp_ns``).
+    ``obs``/``action`` map ``arms/right/qpos``-style keys to rows (float32; float64 when smoothed);
+    ``cameras`` map names to lazy :class:`~openarm_sim_dataset.camera.Frame` objects, or to decoded
+    read-only HxWx3 uint8 arrays when sampling with ``decode=True``; ``sim`` holds simulation streams
+    (empty for recorded data). Like openarm_dataset's Sample it is a read-only mapping of the keys
+    ``timestamp``, ``obs``, ``action``, ``cameras`` (``sample["obs"]``, ``dict(sample)``).
+    """
+
+    __slots__ = ("episode", "timestamp_ns", "obs", "action", "cameras", "sim")
+    _KEYS = ("timestamp", "obs", "action", "cameras")
+
+    def __init__(self, episode: str, timestamp_ns: int, obs: dict, action: dict, cameras: dict, sim: dict):
+        self.episode = episode
+        self.timestamp_ns = timestamp_ns
+        self.obs = obs
+        self.action = action
+        self.cameras = cameras
+        self.sim = sim
+
+    @property
+    def timestamp(self) -> float:
+        """Grid time in float Unix seconds (openarm_dataset's meaning); ``timestamp_ns`` is exact."""
+        return self.timestamp_ns / 1e9
+
+    #: Former name of :attr:`timestamp` (float seconds).
+    unixtime = timestamp
+
+    def __getitem__(self, key: str):
+        if key in self._KEYS or key in ("episode", "timestamp_ns", "sim"):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+    def __repr__(self) -> str:
+        return f"Sample(timestamp={self.timestamp!r}, episode={self.episode!r}, timestamp_ns={self.timestamp_ns})"
+
+
+class Sampler:
+    """openarm_dataset's ``Sampler``: ``Sampler().sample(dataset, episode, hz)`` resamples one episode.
+
+    A thin front of :meth:`openarm_sim_dataset.Dataset.sample` (same grid; ``align`` defaults to the
+    causal ``previous``, where openarm_dataset always looks ahead: pass ``align="next"`` for its values).
+    """
+
+    def sample(self, dataset, episode, hz: float, state: str | None = None, align: str = "previous", **options):
+        """The samples of ``episode`` of ``dataset`` on an ``hz`` grid (a lazy sequence)."""
+        return dataset.sample(hz, episode=episode, state=state, align=align, **options)

@@ -259,6 +259,8 @@ def contact_sheet(ds: Dataset, out: str | os.PathLike, per: str = "episode", cam
     if not ds.camera_names:
         raise DatasetError(ds.root / layout.METADATA_FILE, "the dataset has no camera: nothing to show")
     camera = camera or ds.camera_names[0]
+    if camera not in ds.camera_names and layout.LEGACY_CAMERA_RENAMES.get(camera) in ds.camera_names:
+        camera = layout.LEGACY_CAMERA_RENAMES[camera]  # left_wrist -> wrist_left, as everywhere a camera is named
     if camera not in ds.camera_names:
         raise DatasetError(ds.root / layout.METADATA_FILE, f"no camera {camera!r} (have {', '.join(ds.camera_names)})")
     eps = ds.episodes

@@ -44,6 +44,8 @@ def _parquet_errors(path: Path):
     """Turn any failure to read a parquet file into a StreamError naming the file."""
     try:
         yield
+    except StreamError:  # already names the file (and is a ValueError, caught below otherwise)
+        raise
     except FileNotFoundError:
         raise StreamError(path, "not found") from None
     except (pa.ArrowException, OSError, ValueError) as e:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import layout, manifest
@@ -45,12 +46,35 @@ class EpisodeData:
     """Everything one episode stores. Keys of ``obs``/``action`` are ``(embodiment, component)``,
     component None for the lifter. ``cameras`` map a name to ``(timestamp_ns, jpeg_bytes)`` pairs.
     ``files`` are extra files (relative path inside the episode -> bytes or a source Path),
-    e.g. the simulation sidecar under ``sim/``."""
+    e.g. the simulation sidecar under ``sim/``. ``tree``: instead of all that, a temporary folder
+    ``episodes/.tmp-...`` of the output that another process already filled with the whole episode, its
+    manifest included (e.g. a Ray worker writing to a shared filesystem): committed by renaming it."""
 
     obs: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
     action: dict[tuple[str, str | None], ComponentStreams] = field(default_factory=dict)
     cameras: dict[str, Iterable[tuple[int, bytes]]] = field(default_factory=dict)
     files: dict[str, bytes | Path] = field(default_factory=dict)
+    tree: Path | None = None
+
+
+def stream_path(ep_dir: Path, kind: str, embodiment: str, component: str | None, attribute: str | None = None) -> Path:
+    """File of one obs/action component inside an episode folder: ``<kind>/<embodiment>/<component>/state.parquet``
+    for an arm, ``<kind>/<embodiment>/<attribute>.parquet`` for a component-less embodiment (the lifter)."""
+    if kind not in layout.KINDS:
+        raise ValueError(f"kind must be one of {layout.KINDS}, not {kind!r}")
+    base = Path(ep_dir) / kind / layout.check_name(embodiment, "embodiment name")
+    if component is not None:
+        return base / layout.check_name(component, "component") / layout.STATE_FILE
+    return base / f"{layout.check_name(attribute, 'attribute')}.parquet"
+
+
+def stream_table(component: str | None, timestamps: np.ndarray, attributes: Mapping[str, np.ndarray]) -> pa.Table:
+    """The table stored for one component: a ``state.parquet`` table (one list column per attribute),
+    or for a component-less embodiment its single attribute as a ``value`` column."""
+    if component is not None:
+        return state_table(timestamps, attributes)
+    ((_attr, values),) = attributes.items()
+    return legacy_value_table(timestamps, values)
 
 
 def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "dir", with_manifest: bool = True) -> None:
@@ -60,16 +84,10 @@ def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "di
         raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
     for kind, groups in (("obs", data.obs), ("action", data.action)):
         for (embodiment, component), comp in groups.items():
-            base = ep_dir / kind / layout.check_name(embodiment, "embodiment name")
-            if component is not None:
-                path = base / layout.check_name(component, "component") / layout.STATE_FILE
-                table = state_table(comp.timestamps, comp.attributes)
-            else:
-                ((attr, values),) = comp.attributes.items()
-                path = base / f"{layout.check_name(attr, 'attribute')}.parquet"
-                table = legacy_value_table(comp.timestamps, values)
+            attr = None if component is not None else next(iter(comp.attributes))
+            path = stream_path(ep_dir, kind, embodiment, component, attr)
             path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, path)
+            pq.write_table(stream_table(component, comp.timestamps, comp.attributes), path)
     for name, frames in data.cameras.items():
         cam_dir = ep_dir / layout.CAMERAS_DIR
         cam_dir.mkdir(parents=True, exist_ok=True)
@@ -92,6 +110,69 @@ def write_episode_tree(ep_dir: Path, data: EpisodeData, camera_format: str = "di
         manifest.write(ep_dir)
 
 
+class StreamWriter:
+    """One obs/action component written as rows come, one parquet row group per :meth:`write`
+    (the schema and file :func:`write_episode_tree` writes; readers see one table). The file lies in
+    an episode's temporary folder: it is complete only after :meth:`close`."""
+
+    def __init__(self, ep_dir: Path, kind: str, embodiment: str, component: str | None, attributes: tuple[str, ...]):
+        if component is None and len(attributes) != 1:
+            raise ValueError(f"{embodiment}: a component-less embodiment stores one attribute, not {attributes}")
+        self.component = component
+        self.attributes = tuple(attributes)
+        self.path = stream_path(ep_dir, kind, embodiment, component, attributes[0] if component is None else None)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, timestamps: np.ndarray, attributes: Mapping[str, np.ndarray]) -> None:
+        """Append rows: int64 ns stamps (N,) and each attribute as (N, width) float32, as one row group."""
+        table = stream_table(self.component, timestamps, attributes)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema)
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        """Write the footer (a stream that received no row writes no file)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def begin_episode(root: Path, episode_id: str) -> Path:
+    """Create and return the temporary folder ``episodes/.tmp-<id>...`` in which episode ``episode_id``
+    of ``root`` is written: the first step of the commit protocol (:func:`finish_episode` is the second)."""
+    root = Path(root)
+    final = layout.episode_dir(root, episode_id)
+    if final.exists():
+        raise OutputExistsError(final, "episode folder already exists")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(final)
+    tmp.mkdir()
+    return tmp
+
+
+def finish_episode(root: Path, meta: Metadata, entry: Mapping, tmp: Path, with_manifest: bool = True,
+                   known: manifest.Entries | None = None) -> None:
+    """Commit a completely written temporary episode folder: its manifest (``with_manifest``; files in
+    ``known`` were hashed by the caller as it wrote them, see :func:`manifest.compute`), fsync, rename
+    to ``episodes/<id>``, and only then list ``entry`` in metadata.yaml (atomically). On failure
+    before the rename the temporary folder is removed and nothing is listed."""
+    root = Path(root)
+    episode_id = layout.check_name(entry["id"], "episode id", root / layout.METADATA_FILE)
+    final = layout.episode_dir(root, episode_id)
+    try:
+        if with_manifest:
+            manifest.write(tmp, known=known)
+        commit_dir(tmp, final)
+    except BaseException:
+        remove_tree(tmp)
+        raise
+    meta.episodes.append(dict(entry, id=episode_id))
+    meta.write(root)
+
+
 def commit_episode(root: Path, meta: Metadata, entry: Mapping, data: EpisodeData, camera_format: str = "dir") -> None:
     """Write one episode into ``root`` and list it in metadata.yaml (in that order).
 
@@ -99,19 +180,22 @@ def commit_episode(root: Path, meta: Metadata, entry: Mapping, data: EpisodeData
     """
     root = Path(root)
     episode_id = layout.check_name(entry["id"], "episode id", root / layout.METADATA_FILE)
-    final = layout.episode_dir(root, episode_id)
-    if final.exists():
-        raise OutputExistsError(final, "episode folder already exists")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(final)
-    try:
-        write_episode_tree(tmp, data, camera_format)
-        commit_dir(tmp, final)
-    except BaseException:
-        remove_tree(tmp)
-        raise
-    meta.episodes.append(dict(entry, id=episode_id))
-    meta.write(root)
+    if data.tree is not None:
+        # written in place by a worker on a shared filesystem (manifest included): only committed here
+        final = layout.episode_dir(root, episode_id)
+        tmp = Path(data.tree)
+        if tmp.parent.resolve() != final.parent.resolve() or not tmp.name.startswith(f"{TMP_PREFIX}{final.name}.") or not tmp.is_dir():
+            raise ValueError(f"{tmp}: not a temporary episode folder of {final.parent}")
+        if final.exists():
+            raise OutputExistsError(final, "episode folder already exists")
+    else:
+        tmp = begin_episode(root, episode_id)
+        try:
+            write_episode_tree(tmp, data, camera_format)
+        except BaseException:
+            remove_tree(tmp)
+            raise
+    finish_episode(root, meta, entry, tmp, with_manifest=False)
 
 
 def remove_uncommitted(root: Path, meta: Metadata) -> list[Path]:

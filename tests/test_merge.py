@@ -135,7 +135,7 @@ def test_allow_mixed_provenance_keeps_each_episodes_provenance(gen, tmp_path):
 def test_usage_refusals(synth, tmp_path):
     a, b = synth
     r = cli(a, "-o", tmp_path / "o1", check=2)
-    assert "at least two" in r.stderr
+    assert "At least two" in r.stderr
     r = cli(a, a, "-o", tmp_path / "o2", check=2)
     assert "given twice" in r.stderr
     (tmp_path / "exists").mkdir()

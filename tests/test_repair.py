@@ -89,7 +89,7 @@ def test_unrepairable_gaps_are_reported_with_exit_1(tmp_path):
     punch(path, "qpos", [(0, 1), (30, 2), (31, 2), (50, 5)])
     r = cli(src, "-q", check=1)  # in place
     assert "repaired 1 value(s)" in r.stdout
-    assert "3 value(s) unrepairable" in r.stderr and "rows 0, 30, 31" in r.stderr
+    assert "3 value(s) could not be repaired (consecutive or boundary gap)" in r.stderr and "rows 0, 30, 31" in r.stderr
     vals = Dataset(src).streams(0, "action")["arms/left/qpos"].values
     assert np.isnan(vals[0, 1]) and np.isnan(vals[30:32, 2]).all() and np.isfinite(vals[50]).all()
     t = pq.read_table(path).column("qpos").combine_chunks()

@@ -63,11 +63,11 @@ def test_frame_exactly_on_grid_point_is_always_picked(tmp_path):
     head = ds.load_camera("head", 0)
     for how in ("previous", "next", "nearest"):
         for s in ds.sample(5, align=how):
-            assert s.timestamp in set(obs.timestamps.tolist())  # every 200 ms point is a 4 ms sample
-            row = int(np.searchsorted(obs.timestamps, s.timestamp))
+            assert s.timestamp_ns in set(obs.timestamps.tolist())  # every 200 ms point is a 4 ms sample
+            row = int(np.searchsorted(obs.timestamps, s.timestamp_ns))
             np.testing.assert_array_equal(s.obs["arms/right/qpos"], obs.values[row])
-            if s.timestamp in set(head.timestamps.tolist()):
-                assert s.cameras["head"].timestamp == s.timestamp
+            if s.timestamp_ns in set(head.timestamps.tolist()):
+                assert s.cameras["head"].timestamp_ns == s.timestamp_ns
 
 
 def test_float_grid_would_drift(tmp_path):
@@ -85,7 +85,7 @@ def test_float_grid_would_drift(tmp_path):
     theirs = ref.sample(5, ref.meta.episodes[0])
     assert len(ours) == len(theirs) == 50
     on_stamp = set(obs.timestamps.tolist())
-    assert all(s.timestamp in on_stamp for s in ours)
+    assert all(s.timestamp_ns in on_stamp for s in ours)
     differ = sum(
         not np.array_equal(a.obs["arms/right/qpos"], np.asarray(b.obs["arms/right/qpos"], np.float32))
         for a, b in zip(ours, theirs)
@@ -98,7 +98,7 @@ def test_sample_iterates_lazily_and_decodes(tmp_path):
     ds = Dataset(path)
     lazy = list(ds.sample(10))
     eager = list(ds.sample(10, decode=True, workers=2))
-    assert [s.timestamp for s in lazy] == [s.timestamp for s in eager]
+    assert [s.timestamp_ns for s in lazy] == [s.timestamp_ns for s in eager]
     assert {s.episode for s in lazy} == {"0", "1", "2"}
     for a, b in zip(lazy, eager):
         for name in a.cameras:

@@ -34,6 +34,14 @@ def _parser() -> argparse.ArgumentParser:
                         "rotation-matrix columns + gripper (rot6d); computed by forward kinematics when not recorded")
     p.add_argument("--arm-dynamics", action="store_true",
                    help="LeRobot: append recorded qvel and qtorque (obs) to observation.state")
+    p.add_argument("--smoothing-cutoff", type=float, default=None, metavar="HZ",
+                   help="LeRobot: low-pass the streams (4th-order Butterworth, filtfilt as openarm_dataset) at HZ "
+                        "before sampling (default: none, the recorded values; openarm_dataset's default is 1.0)")
+    p.add_argument("--smoothing", choices=("filtfilt", "lfilter"), default="filtfilt",
+                   help="LeRobot, with --smoothing-cutoff: filtfilt (zero lag, looks ahead) or lfilter (causal)")
+    p.add_argument("--train-split", type=float, default=1.0,
+                   help="LeRobot: fraction of the episodes in info.json's train split, the rest val (default 1.0; "
+                        "openarm_dataset's default is 0.8)")
     p.add_argument("--gop", type=int, default=None, help="LeRobot: keyframe interval in frames (default: fps/2)")
     p.add_argument("--crf", type=int, default=18, help="LeRobot: H.264 constant rate factor (default 18)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -45,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.format in ("openarm", "rrd") and (args.state != "qpos" or args.arm_dynamics):
         parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm and rrd keep the recorded data)")
+    if args.format in ("openarm", "rrd") and (args.smoothing_cutoff is not None or args.train_split != 1.0):
+        parser.error("--smoothing-cutoff and --train-split apply to the LeRobot formats only")
+    if not 0.0 <= args.train_split <= 1.0:
+        parser.error(f"--train-split must be between 0 and 1, not {args.train_split}")
 
     def body() -> int:
         from ..dataset import Dataset
@@ -66,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 
             opts = LeRobotOptions(fps=args.fps, state=args.state, arm_dynamics=args.arm_dynamics,
                                   valid_only=args.valid_only, success_only=args.success_only,
-                                  gop=args.gop, crf=args.crf)
+                                  gop=args.gop, crf=args.crf, train_split=args.train_split,
+                                  smoothing_cutoff=args.smoothing_cutoff, smoothing=args.smoothing)
             summary = to_lerobot(ds, args.output, args.format, opts, quiet=args.quiet)
         print(summary.line())
         return 0

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
@@ -55,7 +56,34 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--retry", action="store_true", help="act on grasp checks and retry a failed grasp once")
     p.add_argument("--camera-format", choices=["dir", "tar"], default="dir", help="JPEG folder or tar (default dir)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    r = p.add_argument_group("Ray (pip install 'openarm-sim-dataset[ray]')")
+    r.add_argument("--ray", nargs="?", const=LOCAL, metavar="ADDRESS",
+                   help="record each episode as a Ray task: a local cluster without ADDRESS, or an existing one "
+                        "(auto, host:port, ray://host:port); instead of --workers")
+    r.add_argument("--ray-shared-fs", action="store_true",
+                   help="workers write episode folders into --out directly (a path every node mounts); "
+                        "default: tasks return the files and only this process writes")
+    r.add_argument("--ray-max-in-flight", type=int, metavar="N",
+                   help="episodes submitted and not yet committed, at most (default: twice the cluster's CPUs)")
     return p
+
+
+#: ``--ray`` without an address: start a local cluster.
+LOCAL = "local"
+
+
+def ray_options(args: argparse.Namespace):
+    """The :class:`~openarm_sim_dataset.cluster.RayOptions` of ``--ray*``, or None (local run)."""
+    if args.ray is None:
+        if args.ray_shared_fs or args.ray_max_in_flight is not None:
+            raise ValueError("--ray-shared-fs and --ray-max-in-flight need --ray")
+        return None
+    from ..cluster import RayOptions
+
+    if args.ray_max_in_flight is not None and args.ray_max_in_flight < 1:
+        raise ValueError("--ray-max-in-flight must be >= 1")
+    return RayOptions(address=None if args.ray == LOCAL else args.ray, shared_fs=args.ray_shared_fs,
+                      max_in_flight=args.ray_max_in_flight)
 
 
 def config_from_args(args: argparse.Namespace):
@@ -86,19 +114,27 @@ def main(argv: list[str] | None = None) -> int:
         if len(indices) == 0:
             raise ValueError("--episodes must be at least 1")
         cfg = config_from_args(args)
+        ray = ray_options(args)
+        if ray is not None and args.workers != 1:
+            raise ValueError("--workers and --ray exclude each other (Ray runs one episode per CPU of the cluster)")
         bar = None
         if not args.quiet:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(indices), unit="ep", desc="generate", file=sys.stderr)
+            # episodes/s even below one per second (tqdm would switch to s/ep)
+            bar = tqdm(total=len(indices), unit="ep", desc="generate", file=sys.stderr,
+                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
         t0 = time.perf_counter()
 
+        outcomes: Counter = Counter()
+
         def progress(index: int, entry: dict) -> None:
+            outcomes[entry["outcome"]] += 1
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix_str(f"{index}: {entry['outcome']}")
+                bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
 
-        summary = generate(args.out, indices, cfg, workers=args.workers, progress=progress)
+        summary = generate(args.out, indices, cfg, workers=args.workers, progress=progress, ray=ray)
         if bar is not None:
             bar.update(summary.skipped)
             bar.close()

@@ -17,8 +17,9 @@ def _parser() -> argparse.ArgumentParser:
                "folder and renamed into place; an existing OUT is refused; inputs are never modified.")
     p.add_argument("inputs", nargs="+", help="input dataset folders (at least two)")
     p.add_argument("-o", "--output", required=True, help="output folder (must not exist)")
-    p.add_argument("--link", action="store_true",
-                   help="hard-link files instead of copying them (same filesystem; never symlinks)")
+    p.add_argument("--link", "--symlink", action="store_true", dest="link",
+                   help="hard-link files instead of copying them (same filesystem; never symlinks: --symlink, "
+                        "openarm_dataset's flag, makes hard links too)")
     p.add_argument("--allow-mixed-provenance", action="store_true",
                    help="merge simulated datasets of different MuJoCo versions/model hashes (or recorded with "
                         "simulated); each episode then keeps its provenance in its metadata entry")

@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
             n = counts.get(s.episode, 0)
             counts[s.episode] = n + 1
             if n < args.show:
-                cams = {k: (v.shape if isinstance(v, np.ndarray) else f"frame@{v.timestamp}") for k, v in s.cameras.items()}
+                cams = {k: (v.shape if isinstance(v, np.ndarray) else f"frame@{v.timestamp_ns}") for k, v in s.cameras.items()}
                 obs = {k: np.round(v[:3], 3).tolist() for k, v in list(s.obs.items())[:2]}
-                print(f"episode {s.episode} t={s.timestamp} ns obs={obs} cameras={cams}")
+                print(f"episode {s.episode} t={s.timestamp_ns} ns obs={obs} cameras={cams}")
         dt = time.perf_counter() - t0
         total = sum(counts.values())
         print(f"{total} samples from {len(counts)} episode(s) at {args.hz:g} Hz (align={args.align}) "

@@ -63,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
                                                         "no simulation checks)")
     p.add_argument("--strict", action="store_true", help="a skipped check that applies to the dataset (nothing "
                                                          "verified, e.g. no manifest) is a failure")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run the per-episode simulation checks as Ray tasks: a local cluster without ADDRESS, or an "
+                        "existing one (auto, host:port, ray://host:port); the dataset path must be readable on every "
+                        "node (pip install 'openarm-sim-dataset[ray]')")
     t = p.add_argument_group("thresholds")
     for f in fields(Thresholds):
         t.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
@@ -79,12 +83,20 @@ def main(argv: list[str] | None = None) -> int:
 
         ds = Dataset(args.dataset)
         th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})
+        ray = None
+        if args.ray is not None:
+            from ..cluster import RayOptions, import_ray
+
+            import_ray()  # a missing extra is one line before any work
+            ray = RayOptions(address=None if args.ray == "local" else args.ray)
         rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
-                        regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict)
+                        regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray)
         flags = valid_flags(ds, rows, args.episodes)
         if not args.no_update_metadata:
             write_valid_flags(ds, flags)
         failed = [r for r in rows if r.failed]
+        for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
+            print(line, file=sys.stderr)
         if args.json:
             print(json.dumps({"dataset": str(ds.root), "valid": not failed, "checks": rows.counts, "strict": args.strict,
                               "rows": [r.to_dict() for r in rows], "episodes": flags}, indent=2))

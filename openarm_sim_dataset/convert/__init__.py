@@ -85,3 +85,32 @@ def _fill_frequencies(ds: Dataset, meta: Metadata) -> None:
                 cams[name] = rate
     if cams:
         freqs["cameras"] = cams
+
+
+def write_format(ds: Dataset, out, format: str, camera_format: str = "dir", **options):
+    """``Dataset.write(out, format=...)`` of openarm_dataset: ``lerobot_v2.1``, ``lerobot_v3.0``, ``gr00t``
+    (``options``: :class:`~.lerobot.LeRobotOptions` fields, plus openarm_dataset's ``smoothing_cutoff``,
+    ``train_split``, ``success_only``, ``state``) or ``rrd``. Returns the output path."""
+    from pathlib import Path
+
+    if format in ("lerobot_v2.1", "lerobot_v3.0", "gr00t"):
+        from dataclasses import fields
+
+        from .lerobot import LeRobotOptions, to_lerobot
+
+        known = {f.name for f in fields(LeRobotOptions)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(f"unexpected options for {format}: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        to_lerobot(ds, out, format, LeRobotOptions(**options))
+    elif format == "rrd":
+        from .rerun import to_rrd
+
+        to_rrd(ds, out, quiet=True, **options)
+    elif format == "openarm":
+        from .openarm import to_openarm
+
+        to_openarm(ds, out, camera_format=camera_format, **options)
+    else:
+        raise ValueError(f"Unsupported format: {format!r} (formats: {', '.join(FORMATS)})")
+    return Path(out)

@@ -42,7 +42,10 @@ IMAGE_STATS_SIDE = 150
 @dataclass
 class LeRobotOptions:
     """fps: output frame rate (Hz, integer); state: qpos | pose | rot6d; gop: keyframe interval in
-    frames (default fps // 2); crf: H.264 quality (lower is better)."""
+    frames (default fps // 2); crf: H.264 quality (lower is better); train_split: fraction of the
+    episodes in info.json's ``train`` split, the rest ``val`` (openarm_dataset's; default all
+    train); smoothing_cutoff: low-pass the streams at this many Hz before sampling (None: raw
+    values; openarm_dataset smooths at 1 Hz by default), ``smoothing`` filtfilt | lfilter."""
 
     fps: int = 30
     state: str = "qpos"
@@ -52,6 +55,21 @@ class LeRobotOptions:
     gop: int | None = None
     crf: int = 18
     preset: str = "veryfast"
+    train_split: float = 1.0
+    smoothing_cutoff: float | None = None
+    smoothing: str = "filtfilt"
+
+
+def splits(n: int, train_split: float) -> dict[str, str]:
+    """info.json's ``splits``: the first ``round(n * train_split)`` episodes train, the rest val (as
+    openarm_dataset splits them)."""
+    if not 0.0 <= train_split <= 1.0:
+        raise ValueError(f"train_split must be between 0 and 1, got {train_split}")
+    end = round(n * train_split)
+    out = {"train": f"0:{end}"}
+    if end < n:
+        out["val"] = f"{end}:{n}"
+    return out
 
 
 @dataclass
@@ -124,6 +142,8 @@ def sample_episode(ds: Dataset, entry: dict, opts: LeRobotOptions) -> tuple[np.n
     episode on ``Dataset.sample``'s grid with causal (previous) alignment, vectorised."""
     ep_id = ds.episode_id(entry)
     groups = {"obs": ds.streams(entry, "obs"), "action": ds.streams(entry, "action")}
+    if opts.smoothing_cutoff is not None:
+        groups = {kind: ds.smoothed(kind, g, opts.smoothing_cutoff, opts.smoothing) for kind, g in groups.items()}
     cameras = ds.load_cameras(entry)
     stamps = [s.timestamps for g in groups.values() for s in g.values()] + [c.timestamps for c in cameras.values()]
     for kind, g in groups.items():

@@ -39,6 +39,7 @@ from .lerobot import (
     iter_episodes,
     jsonable,
     plan,
+    splits,
     vector_names,
 )
 from .video import Mp4Writer
@@ -100,7 +101,7 @@ def write_v21(ds: Dataset, out: Path, opts: LeRobotOptions, gr00t: bool = False,
                 "total_chunks": (n - 1) // CHUNK_SIZE + 1,
                 "chunks_size": CHUNK_SIZE,
                 "fps": opts.fps,
-                "splits": {"train": f"0:{n}"},
+                "splits": splits(n, opts.train_split),
                 "data_path": DATA_PATH,
                 "video_path": VIDEO_PATH if cams else None,
                 "features": features(obs_names, act_names, cams, opts.fps, with_fps=False),

@@ -43,6 +43,7 @@ from .lerobot import (
     iter_episodes,
     jsonable,
     plan,
+    splits,
     vector_names,
 )
 from .video import Mp4Writer
@@ -183,7 +184,7 @@ def write_v30(ds: Dataset, out: Path, opts: LeRobotOptions, quiet: bool = True,
             "data_files_size_in_mb": data_mb,
             "video_files_size_in_mb": video_mb,
             "fps": opts.fps,
-            "splits": {"train": f"0:{n}"},
+            "splits": splits(n, opts.train_split),
             "data_path": DATA_PATH,
             "video_path": VIDEO_PATH if cams else None,
             "features": features(obs_names, act_names, cams, opts.fps, with_fps=True),

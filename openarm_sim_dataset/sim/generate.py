@@ -11,7 +11,6 @@ so the dataset folder holds only the dataset (see :class:`OutputLock`).
 
 from __future__ import annotations
 
-import fcntl
 import multiprocessing as mp
 import os
 import platform
@@ -27,6 +26,7 @@ import numpy as np
 from .. import __version__, layout, sidecar
 from ..errors import DatasetError
 from ..gl import check_rendering
+from ..lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_path: re-exported
 from ..metadata import Metadata
 from ..stats import wilson_interval
 from ..writer import commit_episode, remove_uncommitted
@@ -212,54 +212,10 @@ class GenerateSummary:
         return Counter(e.get("outcome", "unknown") for e in self.episodes)
 
 
-def lock_path(out: Path) -> Path:
-    """The lock file of output ``out``: a hidden sibling ``.<name>.lock`` (symbolic links resolved, so
-    two spellings of one folder share one lock)."""
-    out = Path(out).resolve()
-    return out.with_name(f".{out.name}.lock")
+class OutputLock(_OutputLock):
+    """The output lock of :mod:`..lock`; a refusal is a :class:`GenerateError`."""
 
-
-class OutputLock:
-    """Exclusive right to write one output folder, held as an ``flock`` on :func:`lock_path`.
-
-    The kernel releases an ``flock`` when its holder dies (SIGKILL included), so the lock is never
-    stuck; a file left by a killed holder is reused. On :meth:`release` the holder unlinks the file
-    *while still holding the lock*; a process that opened the old file and acquires the flock on it
-    after that sees that the path no longer names the inode it locked, and retries on a fresh file
-    (the usual check that makes removing a lock file safe). The file holds the holder's pid (for
-    people; the lock itself is the flock).
-    """
-
-    def __init__(self, out: Path):
-        self.out = Path(out)
-        self.path = lock_path(out)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise GenerateError(self.out, "another process is writing this dataset (lock held); "
-                                              "try again when it ends") from None
-            try:
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)  # its holder removed it after we opened it: lock the current file instead
-        self.fd = fd
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-
-    def release(self) -> None:
-        """Remove the lock file, then release the lock (in that order: see the class doc)."""
-        try:
-            self.path.unlink(missing_ok=True)
-        finally:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
+    error = GenerateError
 
 
 def _open_output(out: Path, cfg: GenerateConfig, sim: dict) -> Metadata:
@@ -277,11 +233,24 @@ def _open_output(out: Path, cfg: GenerateConfig, sim: dict) -> Metadata:
 
 
 def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = GenerateConfig(), workers: int = 1,
-             progress: Callable[[int, dict], None] | None = None) -> GenerateSummary:
-    """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order."""
+             progress: Callable[[int, dict], None] | None = None, ray=None) -> GenerateSummary:
+    """Generate episodes ``indices`` into ``out`` (created, or resumed), committing each in order.
+
+    ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions` to record the episodes as Ray tasks
+    (:mod:`.distributed`) instead of ``workers`` local processes; the output is the same file for file."""
     out = Path(out)
     check_rendering()  # a machine that cannot render fails here, before the output exists
-    lock = OutputLock(out)
+    started = False
+    if ray is not None:
+        from ..cluster import connect, disconnect
+
+        started = connect(ray)  # a missing ray or an unreachable cluster: before the output exists
+    try:
+        lock = OutputLock(out)
+    except BaseException:
+        if started:
+            disconnect(started)
+        raise
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / LEGACY_LOCK_FILE).unlink(missing_ok=True)  # a dataset folder holds only the dataset
@@ -294,7 +263,14 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         have = {e: ep for e, ep in zip(meta.episode_ids, meta.episodes)}
         todo = [i for i in indices if str(i) not in have]
         summary = GenerateSummary([have[str(i)] for i in indices if str(i) in have], 0, len(indices) - len(todo))
-        for index, rec in _record_all(todo, cfg, workers, model, renderer):
+        if ray is None:
+            source = _record_all(todo, cfg, workers, model, renderer)
+        else:
+            from ..cluster import environment
+            from .distributed import record_on_ray
+
+            source = record_on_ray(out, todo, cfg, ray, environment(cfg.scene, renderer.gl_renderer))
+        for index, rec in source:
             entry = episode_entry(index, rec, cfg)
             commit_episode(out, meta, entry, rec.data, cfg.camera_format)
             summary.episodes.append(entry)
@@ -306,6 +282,8 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         return summary
     finally:
         lock.release()
+        if started:
+            disconnect(started)
 
 
 def _record_all(todo: list[int], cfg: GenerateConfig, workers: int, model, renderer) -> Iterator[tuple[int, RecordedEpisode]]:

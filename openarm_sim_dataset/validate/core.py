@@ -62,7 +62,18 @@ class CheckResult:
 
 class Report(list):
     """The rows of one validation run (a list of :class:`CheckResult`) with passed, failed and
-    skipped counted apart."""
+    skipped counted apart. Its truth value is the verdict (``valid``), as openarm_dataset's
+    ``validate()`` returns a bool; ``file_lines`` holds openarm_dataset's per-file messages
+    (``<file>: includes null values``, paths relative to the dataset)."""
+
+    file_lines: list[str]
+
+    def __init__(self, rows=(), file_lines: list[str] | None = None):
+        super().__init__(rows)
+        self.file_lines = list(file_lines or [])
+
+    def __bool__(self) -> bool:
+        return self.valid
 
     def tally(self, status: str) -> int:
         """How many rows have ``status`` (``pass``, ``fail`` or ``skip``)."""
@@ -99,6 +110,8 @@ class Context:
         self._sidecar: dict[str, dict | str] = {}
         self._frames: dict[str, dict | str] = {}
         self.cache: dict = {}
+        #: openarm_dataset-style per-file messages found by the checks (see Report.file_lines)
+        self.file_lines: list[str] = []
 
     # each getter returns the data or an error string (never raises for bad files)
     def streams(self, ep: str, kind: str) -> dict[str, Stream] | str:
@@ -160,20 +173,73 @@ class Context:
 CheckFn = Callable[[Context], Outcome]
 
 
+@dataclass(frozen=True)
+class EpisodeCheck:
+    """A check computed episode by episode, then reduced (a row's function like any other).
+
+    ``prepare(ctx)`` runs once and may raise (e.g. the model cannot be rebuilt); ``episode(ctx, ep, prep)``
+    returns a small picklable partial for one episode (None: nothing to check there, e.g. no usable
+    sidecar); ``reduce(ctx, prep, parts)`` makes the row from the partials, given in episode order.
+    ``select(ctx)`` lists the episodes it looks at (default ``ctx.episodes``). Calling it runs all of it
+    here; :func:`validate` with ``ray=`` runs ``episode`` as Ray tasks and the rest here, so the row is
+    the same either way."""
+
+    episode: Callable[[Context, str, object], object]
+    reduce: Callable[[Context, object, dict], Outcome]
+    prepare: Callable[[Context], object] | None = None
+    select: Callable[[Context], list[str]] = lambda ctx: list(ctx.episodes)
+
+    def __call__(self, ctx: Context) -> Outcome:
+        prep = self.prepare(ctx) if self.prepare else None
+        return self.reduce(ctx, prep, {ep: self.episode(ctx, ep, prep) for ep in self.select(ctx)})
+
+    def from_parts(self, ctx: Context, answers: dict) -> Outcome:
+        """The row from partials computed elsewhere (``{ep: ("ok", partial) | ("err", kind, text)}``):
+        ``prepare`` here, then the first error in episode order is raised as a local run would."""
+        prep = self.prepare(ctx) if self.prepare else None
+        parts = {}
+        for ep in self.select(ctx):
+            answer = answers[ep]
+            if answer[0] == "err":
+                raise RemoteCheckError(answer[1], answer[2])
+            parts[ep] = answer[1]
+        return self.reduce(ctx, prep, parts)
+
+
+class RemoteCheckError(Exception):
+    """An exception a check raised in another process, carried as its class of failure and its text:
+    ``dataset`` (a DatasetError), ``block`` (the simulation block is unusable), ``crash`` (a bug)."""
+
+    def __init__(self, kind: str, text: str):
+        super().__init__(text)
+        self.kind, self.text = kind, text
+
+
+#: Exceptions that a malformed ``simulation:`` block raises inside a check (it is untrusted input).
+BLOCK_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+def block_error_text(e: BaseException) -> str:
+    """What was wrong with the simulation block, from the exception a check raised."""
+    return f"missing key {e.args[0]!r}" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
+
+
 def _is_simulated(ds: Dataset) -> bool:
     return ds.meta.simulation is not None
 
 
 def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresholds | None = None,
              simulation: bool = True, regenerate: list[str] | None = None,
-             checks: list[str] | None = None, quick: bool = False, strict: bool = False) -> Report:
+             checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None) -> Report:
     """Run every applicable check and return one row per check (form checks incl. integrity, camera
     content checks, then sim checks) as a :class:`Report`.
 
     ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
     and compare array for array (slow); ``checks`` restricts to the named checks; ``quick`` runs
     only the form and integrity checks; ``strict`` turns a skip of a check that applies to the
-    dataset into a failure.
+    dataset into a failure. ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions`: the per-episode
+    simulation checks (:class:`EpisodeCheck` rows) run as Ray tasks reading the dataset from the same
+    path (:mod:`.distributed`); the rows are the same as a local run's.
     """
     from .cameras import CAMERA_CHECKS
     from .form import FORM_CHECKS
@@ -191,25 +257,37 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             renders = bool(regenerate) or checks is None or "sim_render" in checks
             check_rendering() if renders else import_mujoco()
             table += SIM_CHECKS
+    table = [(name, fn) for name, fn in table if checks is None or name in checks]
+    remote: dict[str, dict] = {}
+    if ray is not None:
+        from .distributed import run_episode_checks
+
+        remote = run_episode_checks(ctx, [(n, fn) for n, fn in table if isinstance(fn, EpisodeCheck)], ray)
     rows = Report()
+    rows.file_lines = ctx.file_lines
     for name, fn in table:
-        if checks is not None and name not in checks:
-            continue
         try:
-            out = fn(ctx)
+            out = fn.from_parts(ctx, remote[name]) if name in remote else fn(ctx)
+        except RemoteCheckError as e:
+            if e.kind == "crash":
+                raise RuntimeError(f"check {name} failed in a Ray task: {e.text}") from None
+            out = Outcome(False, e.text if e.kind == "dataset" else _block_unusable(ds, e.text), list(ids))
         except DatasetError as e:
             out = Outcome(False, str(e), list(ids))
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        except BLOCK_ERRORS as e:
             if (name, fn) not in SIM_CHECKS:
                 raise
             # the simulation: block is untrusted input: a malformed one fails the check, naming the file
-            what = f"missing key {e.args[0]!r}" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
-            out = Outcome(False, f"{ds.root / layout.METADATA_FILE}: simulation block unusable ({what})", list(ids))
+            out = Outcome(False, _block_unusable(ds, block_error_text(e)), list(ids))
         if strict and out.skipped and out.applicable:
             out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes)
         rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
                                 sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable))
     return rows
+
+
+def _block_unusable(ds: Dataset, what: str) -> str:
+    return f"{ds.root / layout.METADATA_FILE}: simulation block unusable ({what})"
 
 
 def _id_key(ep: str):

@@ -30,7 +30,7 @@ def check_metadata(ctx: Context) -> Outcome:
             for comp in emb.components or (None,):
                 if ctx.ds.version != layout.UNVERSIONED and meta.frequency(kind, emb.name, comp) is None:
                     problems.append(f"no {kind} frequency for {emb.name}{'/' + comp if comp else ''}")
-    detail = f"version {meta.version}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
+    detail = f"version {meta.layout}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
     return Outcome(not problems, detail + ("; " + "; ".join(problems) if problems else ""), [])
 
 
@@ -105,7 +105,18 @@ def check_nulls(ctx: Context) -> Outcome:
         if n:
             bad.add(ep)
             first = first or f"episode {ep} {kind} {key}: {n} null/NaN"
+            # openarm_dataset's validate reports one line per file; scripts grep for it
+            line = f"{_relative(ctx, s.path)}: includes null values"
+            if line not in ctx.file_lines:
+                ctx.file_lines.append(line)
     return Outcome(not bad, f"{values} values read (not trusting parquet statistics)" + (f"; {first}" if first else ""), sorted(bad))
+
+
+def _relative(ctx: Context, path) -> str:
+    try:
+        return path.relative_to(ctx.ds.root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def check_timestamps(ctx: Context) -> Outcome:

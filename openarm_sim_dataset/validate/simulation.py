@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import layout, sidecar
 from ..gl import import_mujoco
-from .core import CheckFn, Context, Outcome
+from .core import CheckFn, Context, EpisodeCheck, Outcome
 
 
 #: Half the space diagonal of a 40 mm cube (m): no cube surface is nearer than centre depth minus this.
@@ -93,10 +93,6 @@ def _K(ctx: Context, cam: str) -> np.ndarray:
     return np.asarray(_sim(ctx)["cameras"][cam]["K"], dtype=np.float64)
 
 
-def _missing(ctx: Context) -> list[str]:
-    return [ep for ep in ctx.episodes if not isinstance(ctx.sidecar(ep), dict)]
-
-
 def project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pixel coordinates (N, 2) and depth along the optical axis (N,) of world points (N, 3)."""
     R = mat.reshape(3, 3)
@@ -117,18 +113,27 @@ def back_project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, uv: np.ndarray
 
 
 # ----------------------------------------------------------------------------------- checks
-def check_sim_episodes(ctx: Context) -> Outcome:
-    missing = _missing(ctx)
+def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
+    """Why episode ``ep`` has no usable sidecar, or None."""
+    side = ctx.sidecar(ep)
+    return None if isinstance(side, dict) else side
+
+
+def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    missing = [ep for ep, problem in parts.items() if problem is not None]
     root = ctx.ds.root / layout.EPISODES_DIR
     orphans = sorted(p.parent.name for p in root.glob(f"*/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}")
                      if p.parent.parent.name not in set(ctx.ds.episode_ids)) if root.is_dir() else []
     n = len(ctx.episodes) - len(missing)
     detail = f"{n} sidecars for {len(ctx.episodes)} episodes"
     if missing:
-        detail += f"; missing/unreadable: {ctx.sidecar(missing[0])}"
+        detail += f"; missing/unreadable: {parts[missing[0]]}"
     if orphans:
         detail += f"; {len(orphans)} sidecar(s) of unlisted episodes"
     return Outcome(not missing and not orphans, detail, missing)
+
+
+check_sim_episodes = EpisodeCheck(_sidecar_problem, _episodes_reduce)
 
 
 def check_sim_provenance(ctx: Context) -> Outcome:
@@ -145,7 +150,7 @@ def check_sim_provenance(ctx: Context) -> Outcome:
     return Outcome(not diffs, detail, list(ctx.episodes) if diffs else [])
 
 
-def check_sim_schema(ctx: Context) -> Outcome:
+def _schema_prepare(ctx: Context) -> tuple:
     mujoco = import_mujoco()
 
     m = model(ctx)
@@ -153,58 +158,89 @@ def check_sim_schema(ctx: Context) -> Outcome:
     size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION)
     shapes = sidecar.expected_shapes(cams, m.nq, m.nv, m.nu, size)
     w, h = int(_sim(ctx)["scene"]["width"]), int(_sim(ctx)["scene"]["height"])
+    return cams, shapes, w, h
+
+
+def _schema_episode(ctx: Context, ep: str, prep: tuple) -> tuple[str, str | None]:
+    """``("missing", why)`` without a usable sidecar, else ``("ok", first problem or None)``."""
+    cams, shapes, w, h = prep
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return "missing", side
+    problems = sidecar.check_arrays(side, shapes, ctx.sim_dir(ep))
+    frames = ctx.frames(ep)
+    if isinstance(frames, str):
+        problems.append(frames)
+    else:
+        nf = len(side.get("step", []))
+        for cam in cams:
+            for key, dtype in ((f"depth_{cam}", np.float32), (f"labels_{cam}", np.uint8)):
+                a = frames.get(key)
+                if a is None:
+                    problems.append(f"missing {key}")
+                elif a.dtype != dtype or a.shape != (nf, h, w):
+                    problems.append(f"{key} is {a.dtype}{a.shape}, expected {np.dtype(dtype)}{(nf, h, w)}")
+    return "ok", (problems[0] if problems else None)
+
+
+def _schema_reduce(ctx: Context, prep: tuple, parts: dict) -> Outcome:
+    shapes = prep[1]
     bad, first = [], None
-    for ep, side in ctx.good_sidecars().items():
-        problems = sidecar.check_arrays(side, shapes, ctx.sim_dir(ep))
-        frames = ctx.frames(ep)
-        if isinstance(frames, str):
-            problems.append(frames)
-        else:
-            nf = len(side.get("step", []))
-            for cam in cams:
-                for key, dtype in ((f"depth_{cam}", np.float32), (f"labels_{cam}", np.uint8)):
-                    a = frames.get(key)
-                    if a is None:
-                        problems.append(f"missing {key}")
-                    elif a.dtype != dtype or a.shape != (nf, h, w):
-                        problems.append(f"{key} is {a.dtype}{a.shape}, expected {np.dtype(dtype)}{(nf, h, w)}")
-        if problems:
+    for ep, (kind, problem) in parts.items():
+        if kind == "ok" and problem is not None:
             bad.append(ep)
-            first = first or f"episode {ep}: {problems[0]}"
-    n = len(ctx.good_sidecars())
-    missing = _missing(ctx)
+            first = first or f"episode {ep}: {problem}"
+    n = sum(kind == "ok" for kind, _ in parts.values())
+    missing = [ep for ep, (kind, _) in parts.items() if kind == "missing"]
     if missing and not first:
-        first = f"episode {missing[0]}: {ctx.sidecar(missing[0])}"
+        first = f"episode {missing[0]}: {parts[missing[0]][1]}"
     return Outcome(not bad and not missing and n > 0, f"{n} sidecars, {len(shapes)} arrays each" + (f"; {first}" if first else ""),
                    bad + missing)
 
 
-def check_sim_ranges(ctx: Context) -> Outcome:
-    bad, first, frames = [], None, 0
+check_sim_schema = EpisodeCheck(_schema_episode, _schema_reduce, _schema_prepare)
+
+
+def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] | None:
+    """(frames with object poses, first problem or None); None without a usable sidecar."""
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
     known = np.array(sorted(sidecar.LABELS), dtype=np.uint8)
-    for ep, side in ctx.good_sidecars().items():
-        problems = []
-        steps = side.get("step")
-        if steps is not None and len(steps) > 1 and len(np.unique(np.diff(steps))) != 1:
-            problems.append("frame interval not constant")
-        pose = side.get("object_pose")
-        if pose is not None and pose.size:
-            frames += len(pose)
-            err = np.abs(np.linalg.norm(pose[..., 3:7], axis=-1) - 1)
-            if np.max(err) > 1e-6:
-                problems.append(f"object quaternions off unit norm by {np.max(err):.2g}")
-        fr = ctx.frames(ep)
-        if isinstance(fr, dict):
-            for key, a in fr.items():
-                if key.startswith("depth_") and not (np.all(np.isfinite(a)) and np.all(a > 0)):
-                    problems.append(f"{key}: non-finite or non-positive depth")
-                if key.startswith("labels_") and not np.all(np.isin(np.unique(a), known)):
-                    problems.append(f"{key}: unknown labels {sorted(set(np.unique(a)) - set(known))}")
-        if problems:
+    problems, frames = [], 0
+    steps = side.get("step")
+    if steps is not None and len(steps) > 1 and len(np.unique(np.diff(steps))) != 1:
+        problems.append("frame interval not constant")
+    pose = side.get("object_pose")
+    if pose is not None and pose.size:
+        frames += len(pose)
+        err = np.abs(np.linalg.norm(pose[..., 3:7], axis=-1) - 1)
+        if np.max(err) > 1e-6:
+            problems.append(f"object quaternions off unit norm by {np.max(err):.2g}")
+    fr = ctx.frames(ep)
+    if isinstance(fr, dict):
+        for key, a in fr.items():
+            if key.startswith("depth_") and not (np.all(np.isfinite(a)) and np.all(a > 0)):
+                problems.append(f"{key}: non-finite or non-positive depth")
+            if key.startswith("labels_") and not np.all(np.isin(np.unique(a), known)):
+                problems.append(f"{key}: unknown labels {sorted(set(np.unique(a)) - set(known))}")
+    return frames, (problems[0] if problems else None)
+
+
+def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    bad, first, frames = [], None, 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        frames += part[0]
+        if part[1] is not None:
             bad.append(ep)
-            first = first or f"episode {ep}: {problems[0]}"
+            first = first or f"episode {ep}: {part[1]}"
     return Outcome(not bad, f"{frames} frames: constant interval, unit quaternions, finite positive depth, known labels"
                    + (f"; {first}" if first else ""), bad)
+
+
+check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce)
 
 
 def _plane_heights(ctx: Context) -> dict[int, float]:
@@ -218,33 +254,38 @@ def _plane_heights(ctx: Context) -> dict[int, float]:
     return {1: float(d.geom_xpos[m.geom("floor").id][2]), 2: float(d.geom_xpos[top][2] + m.geom_size[top][2])}
 
 
-def check_sim_geometry(ctx: Context) -> Outcome:
-    planes = _plane_heights(ctx)
-    bad, figures = [], []
-    for ep, side in ctx.good_sidecars().items():
-        fr = ctx.frames(ep)
-        if not isinstance(fr, dict):
+def _geometry_episode(ctx: Context, ep: str, planes: dict[int, float]) -> list[float] | None:
+    """Median plane error (m) of each camera of episode ``ep`` with floor/table pixels."""
+    side, fr = ctx.sidecar(ep), ctx.frames(ep)
+    if not isinstance(side, dict) or not isinstance(fr, dict):
+        return None
+    medians = []
+    for cam in _cameras(ctx):
+        K = _K(ctx, cam)
+        depth, labels = fr.get(f"depth_{cam}"), fr.get(f"labels_{cam}")
+        pos, mat = side.get(f"cam_pos_{cam}"), side.get(f"cam_mat_{cam}")
+        if depth is None or labels is None or pos is None or mat is None:
             continue
-        for cam in _cameras(ctx):
-            K = _K(ctx, cam)
-            depth, labels = fr.get(f"depth_{cam}"), fr.get(f"labels_{cam}")
-            pos, mat = side.get(f"cam_pos_{cam}"), side.get(f"cam_mat_{cam}")
-            if depth is None or labels is None or pos is None or mat is None:
-                continue
-            errs = []
-            h, w = depth.shape[1:]
-            vv, uu = np.mgrid[0:h, 0:w]
-            for k in range(len(depth)):
-                for label, z in planes.items():
-                    mask = labels[k] == label
-                    if not mask.any():
-                        continue
-                    uv = np.stack([uu[mask], vv[mask]], 1).astype(np.float64)
-                    p = back_project(K, pos[k], mat[k], uv, depth[k][mask].astype(np.float64))
-                    errs.append(np.abs(p[:, 2] - z))
-            if not errs:
-                continue
-            med = float(np.median(np.concatenate(errs)))
+        errs = []
+        h, w = depth.shape[1:]
+        vv, uu = np.mgrid[0:h, 0:w]
+        for k in range(len(depth)):
+            for label, z in planes.items():
+                mask = labels[k] == label
+                if not mask.any():
+                    continue
+                uv = np.stack([uu[mask], vv[mask]], 1).astype(np.float64)
+                p = back_project(K, pos[k], mat[k], uv, depth[k][mask].astype(np.float64))
+                errs.append(np.abs(p[:, 2] - z))
+        if errs:
+            medians.append(float(np.median(np.concatenate(errs))))
+    return medians
+
+
+def _geometry_reduce(ctx: Context, planes, parts: dict) -> Outcome:
+    bad, figures = [], []
+    for ep, medians in parts.items():
+        for med in medians or []:
             figures.append(med)
             if med > ctx.t.plane_error:
                 bad.append(ep)
@@ -253,36 +294,46 @@ def check_sim_geometry(ctx: Context) -> Outcome:
     return Outcome(not bad and bool(figures), detail, bad)
 
 
+check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce, _plane_heights)
+
+
 def _fixed_camera(ctx: Context) -> str | None:
     cams = _cameras(ctx)
     return "head" if "head" in cams else next((c for c in cams if not c.startswith("wrist")), None)
 
 
-def check_sim_reprojection(ctx: Context) -> Outcome:
-    cam = _fixed_camera(ctx)
+def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | None:
+    """Pixel distances between projected cube centres and their mask centroids in ``cam``."""
+    if cam is None:
+        return None
+    side, fr = ctx.sidecar(ep), ctx.frames(ep)
+    if not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+        return None
+    K = _K(ctx, cam)
+    labels = fr[f"labels_{cam}"]
+    h, w = labels.shape[1:]
+    pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
+    ep_err = []
+    for c in range(pose.shape[1]):
+        counts = (labels == 4 + c).sum(axis=(1, 2))
+        typical = np.median(counts[counts > 0]) if (counts > 0).any() else 0
+        for k in range(len(labels)):
+            mask = labels[k] == 4 + c
+            # skip occluded or cut masks: their centroid is not the object's
+            if counts[k] < max(20, 0.8 * typical) or mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any():
+                continue
+            vs, us = np.nonzero(mask)
+            uv, _ = project(K, pos[k], mat[k], pose[k, c, :3][None])
+            ep_err.append(float(np.hypot(uv[0, 0] - us.mean(), uv[0, 1] - vs.mean())))
+    return ep_err
+
+
+def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     if cam is None:
         return Outcome(True, "no fixed camera", skipped=True, applicable=False)
-    K = _K(ctx, cam)
     bad, errors = [], []
-    for ep, side in ctx.good_sidecars().items():
-        fr = ctx.frames(ep)
-        if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
-            continue
-        labels = fr[f"labels_{cam}"]
-        h, w = labels.shape[1:]
-        pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
-        ep_err = []
-        for c in range(pose.shape[1]):
-            counts = (labels == 4 + c).sum(axis=(1, 2))
-            typical = np.median(counts[counts > 0]) if (counts > 0).any() else 0
-            for k in range(len(labels)):
-                mask = labels[k] == 4 + c
-                # skip occluded or cut masks: their centroid is not the object's
-                if counts[k] < max(20, 0.8 * typical) or mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any():
-                    continue
-                vs, us = np.nonzero(mask)
-                uv, _ = project(K, pos[k], mat[k], pose[k, c, :3][None])
-                ep_err.append(float(np.hypot(uv[0, 0] - us.mean(), uv[0, 1] - vs.mean())))
+    for ep, ep_err in parts.items():
+        ep_err = ep_err or []
         errors += ep_err
         if ep_err and max(ep_err) > ctx.t.reprojection_px:
             bad.append(ep)
@@ -293,33 +344,49 @@ def check_sim_reprojection(ctx: Context) -> Outcome:
     return Outcome(not bad, f"{len(e)} cube-frames, mean {e.mean():.2f} px, max {e.max():.2f} px (limit {ctx.t.reprojection_px} px)", bad)
 
 
-def check_sim_wrist(ctx: Context) -> Outcome:
+check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduce, _fixed_camera)
+
+
+def _wrist_camera(ctx: Context) -> str | None:
     cams = [c for c in _cameras(ctx) if c.startswith("wrist")]
-    if not cams:
-        return Outcome(True, "no wrist camera", skipped=True, applicable=False)
-    cam = "wrist_right" if "wrist_right" in cams else cams[0]
+    return ("wrist_right" if "wrist_right" in cams else cams[0]) if cams else None
+
+
+def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | None:
+    """(frames with the red cube centre in view of ``cam``, of them on its own label)."""
+    if cam is None:
+        return None
+    side, fr = ctx.sidecar(ep), ctx.frames(ep)
+    if not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+        return None
     K = _K(ctx, cam)
-    bad, in_view, hits = [], 0, 0
-    for ep, side in ctx.good_sidecars().items():
-        fr = ctx.frames(ep)
-        if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+    labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
+    h, w = labels.shape[1:]
+    pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
+    ep_in = ep_hit = 0
+    for k in range(len(labels)):
+        uv, z = project(K, pos[k], mat[k], pose[k, 0, :3][None])
+        if not np.isfinite(uv).all() or z[0] <= 0:
             continue
-        labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
-        h, w = labels.shape[1:]
-        pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
-        ep_in = ep_hit = 0
-        for k in range(len(labels)):
-            uv, z = project(K, pos[k], mat[k], pose[k, 0, :3][None])
-            if not np.isfinite(uv).all() or z[0] <= 0:
-                continue
-            u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
-            if not (0 <= u < w and 0 <= v < h):
-                continue
-            # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
-            if depth is not None and depth[k, v, u] < z[0] - CUBE_HALF_DIAGONAL:
-                continue
-            ep_in += 1
-            ep_hit += int(labels[k, v, u] == 4)
+        u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
+        if not (0 <= u < w and 0 <= v < h):
+            continue
+        # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
+        if depth is not None and depth[k, v, u] < z[0] - CUBE_HALF_DIAGONAL:
+            continue
+        ep_in += 1
+        ep_hit += int(labels[k, v, u] == 4)
+    return ep_in, ep_hit
+
+
+def _wrist_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
+    if cam is None:
+        return Outcome(True, "no wrist camera", skipped=True, applicable=False)
+    bad, in_view, hits = [], 0, 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        ep_in, ep_hit = part
         in_view += ep_in
         hits += ep_hit
         if ep_in and ep_hit / ep_in <= ctx.t.wrist_hit_fraction:
@@ -330,73 +397,104 @@ def check_sim_wrist(ctx: Context) -> Outcome:
                    f"({hits / in_view:.1%}; per episode > {ctx.t.wrist_hit_fraction:.0%} required)", bad)
 
 
-def _replay(ctx: Context, middle: bool) -> Outcome:
+check_sim_wrist = EpisodeCheck(_wrist_episode, _wrist_reduce, _wrist_camera)
+
+
+def _replay_episode(ctx: Context, ep: str, m, middle: bool) -> tuple | None:
+    """(frames, bit-exact frames, largest difference, ok) of replaying episode ``ep``; ``("bad",)`` if its
+    sidecar cannot be replayed; None without a usable sidecar."""
     from ..sim.replay import replay
 
-    m = model(ctx)
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
+    try:
+        start = len(side["step"]) // 2 if middle else None
+        r = replay(m, side, from_frame=start)
+    except (KeyError, ValueError, IndexError):
+        return ("bad",)
+    return (r.frames, r.exact, max(r.max_qpos_diff, r.max_qvel_diff), bool(r.ok))
+
+
+def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
     bad, frames, exact, worst = [], 0, 0, 0.0
-    for ep, side in ctx.good_sidecars().items():
-        try:
-            start = len(side["step"]) // 2 if middle else None
-            r = replay(m, side, from_frame=start)
-        except (KeyError, ValueError, IndexError):
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        if part[0] == "bad":
             bad.append(ep)
             continue
-        frames += r.frames
-        exact += r.exact
-        worst = max(worst, r.max_qpos_diff, r.max_qvel_diff)
-        if not r.ok:
+        frames += part[0]
+        exact += part[1]
+        worst = max(worst, part[2])
+        if not part[3]:
             bad.append(ep)
     what = "from each episode's middle frame state" if middle else "from the initial state"
-    missing = _missing(ctx)  # no sidecar: nothing shows the episode replays
+    missing = [ep for ep, part in parts.items() if part is None]  # no sidecar: nothing shows the episode replays
     return Outcome(not bad and not missing and frames > 0,
                    f"replayed {what}: {exact}/{frames} frames bit-exact, largest difference {worst:.3g}"
                    + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""), bad + missing)
 
 
-def check_sim_replay(ctx: Context) -> Outcome:
-    return _replay(ctx, middle=False)
+check_sim_replay = EpisodeCheck(lambda ctx, ep, m: _replay_episode(ctx, ep, m, middle=False),
+                                lambda ctx, m, parts: _replay_reduce(ctx, parts, middle=False), model)
+check_sim_resume = EpisodeCheck(lambda ctx, ep, m: _replay_episode(ctx, ep, m, middle=True),
+                                lambda ctx, m, parts: _replay_reduce(ctx, parts, middle=True), model)
 
 
-def check_sim_resume(ctx: Context) -> Outcome:
-    return _replay(ctx, middle=True)
-
-
-def check_sim_streams_agree(ctx: Context) -> Outcome:
+def _streams_prepare(ctx: Context) -> tuple:
     from ..sim.scene import arm_index
 
     m = model(ctx)
     dt_ns = int(round(float(_sim(ctx)["timestep_s"]) * 1e9))
-    arms = {s: arm_index(m, s) for s in layout.ARM_SIDES}
-    bad, compared, first = [], 0, None
-    for ep, side in ctx.good_sidecars().items():
-        obs, act = ctx.streams(ep, "obs"), ctx.streams(ep, "action")
-        if not isinstance(obs, dict) or not isinstance(act, dict):
-            bad.append(ep)
+    return dt_ns, {s: arm_index(m, s) for s in layout.ARM_SIDES}
+
+
+def _streams_episode(ctx: Context, ep: str, prep: tuple) -> tuple[int, bool] | None:
+    """(values compared, all equal) of episode ``ep``'s parquet streams against its sidecar."""
+    dt_ns, arms = prep
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
+    compared = 0
+    obs, act = ctx.streams(ep, "obs"), ctx.streams(ep, "action")
+    if not isinstance(obs, dict) or not isinstance(act, dict):
+        return 0, False
+    ft = side["frame_timestamp"]
+    base = int(ft[0]) - int(side["step"][0]) * dt_ns
+    ok = True
+    for s, a in arms.items():
+        o = obs.get(f"arms/{s}/qpos")
+        ac = act.get(f"arms/{s}/qpos")
+        if o is None or ac is None:
+            ok = False
             continue
-        ft = side["frame_timestamp"]
-        base = int(ft[0]) - int(side["step"][0]) * dt_ns
-        ok = True
-        for s, a in arms.items():
-            o = obs.get(f"arms/{s}/qpos")
-            ac = act.get(f"arms/{s}/qpos")
-            if o is None or ac is None:
-                ok = False
-                continue
-            idx = np.searchsorted(o.timestamps, ft)
-            found = (idx < len(o)) & (o.timestamps[np.minimum(idx, len(o) - 1)] == ft)
-            expected = side["qpos"][found][:, a.qpos].astype(np.float32)
-            ok &= bool(found.all()) and np.array_equal(o.values[idx[found]], expected)
-            steps = (ac.timestamps - base) // dt_ns
-            inside = (steps >= 0) & (steps < len(side["physics_ctrl"]))
-            tracked = side["physics_ctrl"][steps[inside]][:, a.actuators].astype(np.float32)
-            ok &= bool(inside.sum() >= len(ac) - 1) and np.array_equal(ac.values[inside], tracked)
-            compared += len(expected) + int(inside.sum())
-        if not ok:
+        idx = np.searchsorted(o.timestamps, ft)
+        found = (idx < len(o)) & (o.timestamps[np.minimum(idx, len(o) - 1)] == ft)
+        expected = side["qpos"][found][:, a.qpos].astype(np.float32)
+        ok &= bool(found.all()) and np.array_equal(o.values[idx[found]], expected)
+        steps = (ac.timestamps - base) // dt_ns
+        inside = (steps >= 0) & (steps < len(side["physics_ctrl"]))
+        tracked = side["physics_ctrl"][steps[inside]][:, a.actuators].astype(np.float32)
+        ok &= bool(inside.sum() >= len(ac) - 1) and np.array_equal(ac.values[inside], tracked)
+        compared += len(expected) + int(inside.sum())
+    return compared, bool(ok)
+
+
+def _streams_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    bad, compared, first = [], 0, None
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        compared += part[0]
+        if not part[1]:
             bad.append(ep)
             first = first or f"episode {ep}: parquet streams differ from the sidecar"
     return Outcome(not bad and compared > 0, f"{compared} obs frames and action samples equal the sidecar's float32"
                    + (f"; {first}" if first else ""), bad)
+
+
+check_sim_streams_agree = EpisodeCheck(_streams_episode, _streams_reduce, _streams_prepare)
 
 
 class _StoredJpegs:
@@ -409,42 +507,52 @@ class _StoredJpegs:
         return self.cam.get_frame(k).read_bytes()
 
 
-def check_sim_render(ctx: Context) -> Outcome:
-    """Every (``sim_render_stride``-th) camera frame rendered again from its stored integration state
-    and re-encoded at the recorded JPEG quality: on the recording's GL renderer the bytes must equal
-    the stored JPEG; elsewhere the decoded pixels must reach ``render_psnr_db`` (approximate)."""
+# sim_render: every (``sim_render_stride``-th) camera frame rendered again from its stored integration
+# state and re-encoded at the recorded JPEG quality: on the recording's GL renderer the bytes must equal
+# the stored JPEG; elsewhere the decoded pixels must reach ``render_psnr_db`` (approximate).
+def _render_episode(ctx: Context, ep: str, r) -> tuple | None:
+    """(frames re-rendered, JPEG-identical, lowest PSNR, problem or None) of episode ``ep``; None without
+    a usable sidecar."""
     from ..sim.replay import rerender
 
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
+    same = same_renderer(ctx, r)
+    floor = ctx.t.render_psnr_db
+    cams = ctx.cameras(ep)
+    if not isinstance(cams, dict) or any(c not in cams for c in r.cameras):
+        return 0, 0, float("inf"), f"episode {ep}: cameras {list(r.cameras)} not all readable"
+    odd = [c for c in r.cameras if not np.array_equal(cams[c].timestamps, side["frame_timestamp"])]
+    if odd:
+        return 0, 0, float("inf"), f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp"
+    rr = rerender(r.model, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(_sim(ctx)["jpeg_quality"]), r,
+                  stride=max(1, int(ctx.t.sim_render_stride)), depth_labels=False, psnr_always=not same)
+    problem = None
+    if rr.differences(same, floor):
+        cam, k, ts = rr.first_jpeg_mismatch if same else rr.worst_psnr_at
+        what = (f"re-encoded render differs from the stored JPEG (PSNR {rr.min_psnr_db:.1f} dB)" if same
+                else f"PSNR {rr.min_psnr_db:.1f} dB below {floor:g} dB")
+        problem = f"episode {ep} camera {cam} frame {k} (t={ts} ns): {what}"
+    return rr.frames, rr.jpeg_exact, rr.min_psnr_db, problem
+
+
+def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
     sim = _sim(ctx)
-    r = renderer(ctx)
     same = same_renderer(ctx, r)
     stride = max(1, int(ctx.t.sim_render_stride))
     floor = ctx.t.render_psnr_db
     bad, problems, n, exact, min_psnr = [], [], 0, 0, float("inf")
-    for ep, side in ctx.good_sidecars().items():
-        cams = ctx.cameras(ep)
-        if not isinstance(cams, dict) or any(c not in cams for c in r.cameras):
-            bad.append(ep)
-            problems.append(f"episode {ep}: cameras {list(r.cameras)} not all readable")
+    for ep, part in parts.items():
+        if part is None:
             continue
-        odd = [c for c in r.cameras if not np.array_equal(cams[c].timestamps, side["frame_timestamp"])]
-        if odd:
+        n += part[0]
+        exact += part[1]
+        min_psnr = min(min_psnr, part[2])
+        if part[3] is not None:
             bad.append(ep)
-            problems.append(f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp")
-            continue
-        rr = rerender(r.model, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(sim["jpeg_quality"]), r,
-                      stride=stride, depth_labels=False, psnr_always=not same)
-        n += rr.frames
-        exact += rr.jpeg_exact
-        min_psnr = min(min_psnr, rr.min_psnr_db)
-        diffs = rr.differences(same, floor)
-        if diffs:
-            bad.append(ep)
-            cam, k, ts = rr.first_jpeg_mismatch if same else rr.worst_psnr_at
-            what = (f"re-encoded render differs from the stored JPEG (PSNR {rr.min_psnr_db:.1f} dB)" if same
-                    else f"PSNR {rr.min_psnr_db:.1f} dB below {floor:g} dB")
-            problems.append(f"episode {ep} camera {cam} frame {k} (t={ts} ns): {what}")
-    missing = _missing(ctx)  # no sidecar: no state to render from
+            problems.append(part[3])
+    missing = [ep for ep, part in parts.items() if part is None]  # no sidecar: no state to render from
     mode = (f"exact JPEG bytes required (GL renderer as recorded: {r.gl_renderer})" if same else
             f"approximate, the renderer differs (here {r.gl_renderer!r}, recorded {sim.get('gl_renderer')!r}): "
             f"decoded pixels must reach PSNR >= {floor:g} dB")
@@ -454,6 +562,9 @@ def check_sim_render(ctx: Context) -> Outcome:
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
               + (f"; {len(problems)} episode(s) differ, first: {problems[0]}" if problems else ""))
     return Outcome(not bad and not missing and n > 0, detail, bad + missing)
+
+
+check_sim_render = EpisodeCheck(_render_episode, _render_reduce, renderer)
 
 
 def check_sim_regenerate(ctx: Context) -> Outcome:
