@@ -5,11 +5,11 @@ Rules (a refusal names the input and what differs):
 * at least two inputs, each a different folder; the output must not exist and must not lie inside
   an input (an input is never modified);
 * the same layout version, identical ``equipment`` and ``frequencies`` (openarm_dataset's rules);
-* simulated datasets: the same MuJoCo version and model hash (``simulation.mujoco_version`` /
-  ``simulation.model_sha256``); a recorded dataset does not mix with a simulated one. With
-  ``allow_mixed_provenance`` such inputs are merged and every episode keeps its provenance
-  (``provenance:`` in its entry: the scalar keys of its input's ``simulation:`` block, or
-  ``recorded: true``).
+* simulated datasets: the same MuJoCo version, model hash and task list (``simulation.mujoco_version``
+  / ``simulation.model_sha256`` / ``simulation.tasks``); a recorded dataset does not mix with a
+  simulated one. With ``allow_mixed_provenance`` such inputs are merged and every episode keeps its
+  provenance (``provenance:`` in its entry: the scalar keys of its input's ``simulation:`` block and
+  its ``tasks``, or ``recorded: true``).
 
 Tasks with the same prompt become one task (``task_index`` remapped); episodes become "0".."N-1"
 in input order and each entry records ``source: {dataset: <input folder>, id: <original id>}``;
@@ -43,8 +43,9 @@ class MergeError(DatasetError):
     """The inputs cannot be merged (or the output cannot be created)."""
 
 
-#: simulation keys that must agree unless mixed provenance is allowed
-PROVENANCE_KEYS = ("mujoco_version", "model_sha256")
+#: simulation keys that must agree unless mixed provenance is allowed (``tasks``: the task list episodes
+#: were drawn from, which regeneration needs; absent for the default task alone)
+PROVENANCE_KEYS = ("mujoco_version", "model_sha256", "tasks")
 
 
 def first_difference(a: object, b: object, where: str = "") -> str | None:
@@ -125,7 +126,10 @@ def provenance(ds: Dataset) -> dict:
     sim = ds.meta.simulation
     if sim is None:
         return {"recorded": True}
-    return {k: v for k, v in sim.items() if not isinstance(v, (dict, list))}
+    out = {k: v for k, v in sim.items() if not isinstance(v, (dict, list))}
+    if sim.get("tasks") is not None:
+        out["tasks"] = sim["tasks"]
+    return out
 
 
 def plan_episodes(datasets: Sequence[Dataset], task_maps: list[dict[int, int]], mixed: bool) -> list[tuple[Dataset, dict, dict]]:

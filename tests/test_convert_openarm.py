@@ -153,3 +153,18 @@ def test_simulation_sidecars_are_kept(generated, tmp_path):
     assert Dataset(tmp_path / "out").meta.simulation == Dataset(src).meta.simulation
     s1, s2 = next(Dataset(src).sample(5)), next(Dataset(tmp_path / "out").sample(5))
     np.testing.assert_array_equal(s1.sim["object_pose"], s2.sim["object_pose"])
+
+
+def test_exclude_knocked_drops_lucky_successes(tmp_path):
+    src = _flagged(tmp_path)
+    path = src / "metadata.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["episodes"][4]["knocked_over"] = True  # a success on another face
+    doc["episodes"][1]["knocked_over"] = False
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cli(src, tmp_path / "clean", "--success-only", "--exclude-knocked", "-q")
+    ds = Dataset(tmp_path / "clean")
+    assert ds.episode_ids == ["0", "1", "3"]
+    assert [t["prompt"] for t in ds.meta.tasks] == ["a", "b", "c"]
+    cli(src, tmp_path / "all", "--success-only", "-q")
+    assert Dataset(tmp_path / "all").episode_ids == ["0", "1", "3", "4"]  # the flag alone decides

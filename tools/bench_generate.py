@@ -1,6 +1,6 @@
 """Benchmark generation: wall time per episode against the floor measured in the same run.
 
-    python tools/bench_generate.py [--episodes 3] [--size 160x120] [--camera-hz 10]
+    python tools/bench_generate.py [--episodes 3] [--size 160x120] [--camera-hz 10] [--task NAME]
 
 * ours:  ``generate()`` of N episodes into a fresh folder, one process (control, IK, recording,
          JPEG/npz encoding, atomic commits included), per episode;
@@ -10,6 +10,7 @@
 * workers: N*2 episodes generated with --workers 2 vs 1 (throughput ratio; process start-up and
          model building included).
 Targets (issue 3): ours <= 1.2x the floor at 160x120, 10 Hz, 2 cameras; 2 workers >= 1.8x one.
+``--task NAME``: every episode is that task (``dataset-generate --tasks NAME``); default: the default task.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E402
-from openarm_sim_dataset.sim.randomize import episode_params  # noqa: E402
-from openarm_sim_dataset.sim.pick_place import set_initial_state  # noqa: E402
+from openarm_sim_dataset.sim.generate import params_for  # noqa: E402
+from openarm_sim_dataset.sim.tasks import set_initial_state  # noqa: E402
 from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
 from openarm_sim_dataset.sim.render import SimRenderer  # noqa: E402
 from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
@@ -38,7 +39,7 @@ from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
 def floor_time(model, renderer, cfg: GenerateConfig, index: int, steps: int) -> float:
     """Seconds for ``steps`` mj_step calls and the matching renders, nothing else."""
     data = mujoco.MjData(model)
-    set_initial_state(model, data, episode_params(cfg.seed, index, cfg=cfg.scene))
+    set_initial_state(model, data, params_for(cfg, index)[0])
     _, cam_every = cfg.record.every(model.opt.timestep)
     t = time.perf_counter()
     for s in range(steps + 1):
@@ -57,9 +58,11 @@ def main() -> None:
     ap.add_argument("--camera-hz", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--no-workers", action="store_true", help="skip the 2-worker throughput measurement")
+    ap.add_argument("--task", help="generate this task only (default: the default task)")
     args = ap.parse_args()
     w, h = (int(v) for v in args.size.split("x"))
-    cfg = GenerateConfig(seed=args.seed, scene=SceneConfig(width=w, height=h), record=RecordConfig(camera_hz=args.camera_hz))
+    cfg = GenerateConfig(seed=args.seed, scene=SceneConfig(width=w, height=h), record=RecordConfig(camera_hz=args.camera_hz),
+                         tasks=(args.task,) if args.task else ())
     with tempfile.TemporaryDirectory() as tmp:
         times: list[float] = []
         last = [time.perf_counter()]
@@ -79,7 +82,7 @@ def main() -> None:
         renderer.close()
         per_ep = np.array(times[1:] if len(times) > 1 else times)
         fl = np.array(floors[1:] if len(floors) > 1 else floors)
-        print(f"{args.episodes} episodes at {args.size}, cameras {cfg.scene.cameras} at {args.camera_hz:g} Hz, "
+        print(f"task {args.task or 'default'}: {args.episodes} episodes at {args.size}, cameras {cfg.scene.cameras} at {args.camera_hz:g} Hz, "
               f"load {os.getloadavg()[0]:.2f}")
         print(f"ours : {np.median(per_ep):.2f} s/episode (median of steady-state episodes)")
         print(f"floor: {np.median(fl):.2f} s/episode (same mj_step calls + renders, no control or I/O)")

@@ -1,44 +1,77 @@
-"""Success rate of the scripted pick-and-place (no rendering).
+"""Success rate of the scripted tasks (physics and control only, no rendering).
 
 Usage (from the repository root):
 
-    PYTHONPATH=. python tools/sim_success_rate.py                 # 100 episodes, seed 10, sigma 0
+    PYTHONPATH=. python tools/sim_success_rate.py                 # default task, 100 episodes, seed 10, sigma 0
     PYTHONPATH=. python tools/sim_success_rate.py --sigma 0.01 --retry
     PYTHONPATH=. python tools/sim_success_rate.py --paired         # blind vs check+retry at 10 and 15 mm
+    PYTHONPATH=. python tools/sim_success_rate.py --tasks all      # per task, 100 episodes each
+    PYTHONPATH=. python tools/sim_success_rate.py --tasks all --randomize none --compare all
 
-Prints the success rate with a 95 % Wilson interval, the outcome counts with
-example (seed, index) pairs for failures, and in ``--paired`` mode the exact
-two-sided sign test on the discordant pairs (same initial states and perception
-draws for both arms of the comparison).
+Prints per configuration the success rate with a 95 % Wilson interval, the outcome counts with
+example (seed, index) pairs for failures, lucky successes (object on another face), arm-arm contact
+steps, and in paired modes the exact two-sided sign test on the discordant pairs (same initial
+states and perception draws on both sides of the comparison).
+
+Episode ``i`` of task ``T`` is the episode a ``dataset-generate --tasks T`` run would make
+(:func:`openarm_sim_dataset.sim.generate.params_for` on a GenerateConfig). ``--randomize MODE`` is
+passed to that GenerateConfig as its ``randomize`` field when this build has one (scene
+randomisation); ``--compare MODE2`` runs the same episodes under MODE2 too and tests the pairs.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
 import time
 from collections import Counter, defaultdict
 from multiprocessing import Pool
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("MUJOCO_GL", "egl")
 
-_MODEL = None
+_MODELS: dict = {}
 
 
-def _episode(args: Tuple[int, int, float, bool]) -> Tuple[int, str, bool, int, float]:
-    from openarm_sim_dataset.sim.pick_place import run_episode
-    from openarm_sim_dataset.sim.randomize import episode_params
-    from openarm_sim_dataset.sim.scene import build_model
+def make_config(seed: int, sigma: float, retry: bool, task: Optional[str], randomize: str):
+    """The GenerateConfig of one configuration (``randomize`` set only when the config has the field)."""
+    from openarm_sim_dataset.sim.generate import GenerateConfig
 
-    global _MODEL
-    if _MODEL is None:
-        _MODEL = build_model()
-    seed, index, sigma, retry = args
+    kw = dict(seed=seed, sigma=sigma, retry=retry, tasks=(task,) if task else ())
+    if any(f.name == "randomize" for f in dataclasses.fields(GenerateConfig)):
+        kw["randomize"] = randomize
+    elif randomize != "none":
+        raise SystemExit(f"--randomize {randomize}: this build has no scene randomisation (GenerateConfig.randomize)")
+    return GenerateConfig(**kw)
+
+
+def episode_model(cfg, index: int, params):
+    """The model episode ``index`` runs on: the configured scene's (a build with per-episode scene
+    randomisation provides ``openarm_sim_dataset.sim.generate.episode_model(cfg, index, params)``)."""
+    from openarm_sim_dataset.sim import generate as gen
+    from openarm_sim_dataset.sim.models import load_model
+
+    if hasattr(gen, "episode_model"):
+        return gen.episode_model(cfg, index, params)
+    key = repr(cfg.scene)
+    if key not in _MODELS:
+        _MODELS[key] = load_model(cfg.scene)
+    return _MODELS[key]
+
+
+def _episode(args: Tuple[int, int, float, bool, Optional[str], str]) -> Tuple:
+    from openarm_sim_dataset.sim.generate import params_for
+    from openarm_sim_dataset.sim.tasks import run_episode
+
+    seed, index, sigma, retry, task, randomize = args
+    cfg = make_config(seed, sigma, retry, task, randomize)
+    params, _ = params_for(cfg, index)
     t0 = time.perf_counter()
-    r = run_episode(_MODEL, episode_params(seed, index, sigma=sigma, retry=retry))
-    return index, r.outcome, r.knocked_over, r.steps, time.perf_counter() - t0
+    r = run_episode(episode_model(cfg, index, params), params, max_time=cfg.max_time)
+    return index, r.outcome, r.knocked_over, r.steps, time.perf_counter() - t0, r.arm_contacts, params.side
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> Tuple[float, float]:
@@ -62,8 +95,9 @@ def sign_test(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def run_many(seed: int, indices: Sequence[int], sigma: float, retry: bool, procs: int) -> List[Tuple]:
-    jobs = [(seed, i, sigma, retry) for i in indices]
+def run_many(seed: int, indices: Sequence[int], sigma: float, retry: bool, procs: int,
+             task: Optional[str] = None, randomize: str = "none") -> List[Tuple]:
+    jobs = [(seed, i, sigma, retry, task, randomize) for i in indices]
     if procs > 1:
         with Pool(procs) as pool:
             return sorted(pool.map(_episode, jobs, chunksize=4))
@@ -80,15 +114,26 @@ def report(seed: int, res: List[Tuple], label: str) -> Dict[int, bool]:
     for r in res:
         if r[1] != "success":
             ex[r[1]].append((seed, r[0]))
+    sides = Counter(r[6] for r in res)
+    contacts = [r[5] for r in res]
     print(f"[{label}] success {k}/{n} = {100 * k / n:.1f} %  (95 % Wilson [{100 * lo:.1f}, {100 * hi:.1f}] %); "
-          f"knocked_over among successes: {knocked}")
+          f"knocked_over among successes: {knocked}; arms {dict(sides)}; arm-arm contact steps: total "
+          f"{sum(contacts)}, episodes with any {sum(c > 0 for c in contacts)}"
+          + (f" (e.g. {[(seed, r[0], r[5]) for r in res if r[5]][:5]})" if any(contacts) else ""))
     for name, c in cnt.most_common():
         tail = f"  e.g. {ex[name][:5]}" if name in ex else ""
         print(f"    {name:17s} {c:4d}{tail}")
     steps = sum(r[3] for r in res)
     cpu = sum(r[4] for r in res)
-    print(f"    physics+control: {steps / cpu:,.0f} steps/s per process ({cpu / n:.2f} s per episode)")
+    print(f"    physics+control: {steps / cpu:,.0f} steps/s per process ({cpu / n:.2f} s per episode)", flush=True)
     return {r[0]: r[1] == "success" for r in res}
+
+
+def paired(idx: Sequence[int], a: Dict[int, bool], b: Dict[int, bool], what: str) -> None:
+    only_b = sum(1 for i in idx if b[i] and not a[i])
+    only_a = sum(1 for i in idx if a[i] and not b[i])
+    print(f"  paired {what}: discordant pairs {only_a} + {only_b}, exact two-sided sign test p = "
+          f"{sign_test(only_a, only_b):.4g}", flush=True)
 
 
 def main() -> None:
@@ -98,21 +143,32 @@ def main() -> None:
     ap.add_argument("--sigma", type=float, default=0.0, help="perception position error std (m)")
     ap.add_argument("--retry", action="store_true", help="act on checks, one grasp retry")
     ap.add_argument("--paired", action="store_true", help="blind vs check+retry at sigma 10 and 15 mm")
+    ap.add_argument("--tasks", nargs="+", help="task names (or all): one report per task")
+    ap.add_argument("--randomize", default="none", help="scene randomisation mode passed to the generation config")
+    ap.add_argument("--compare", help="a second randomisation mode run on the same episodes (paired sign test)")
     ap.add_argument("--procs", type=int, default=2)
     a = ap.parse_args()
     idx = list(range(a.n))
     t0 = time.perf_counter()
-    if not a.paired:
-        res = run_many(a.seed, idx, a.sigma, a.retry, a.procs)
+    if a.tasks:
+        from openarm_sim_dataset.sim.tasks import resolve_tasks
+
+        names, _ = resolve_tasks(a.tasks)
+        for task in names:
+            first = report(a.seed, run_many(a.seed, idx, a.sigma, a.retry, a.procs, task, a.randomize),
+                           f"{task}, seed {a.seed}, n {a.n}, randomize {a.randomize}")
+            if a.compare:
+                second = report(a.seed, run_many(a.seed, idx, a.sigma, a.retry, a.procs, task, a.compare),
+                                f"{task}, seed {a.seed}, n {a.n}, randomize {a.compare}")
+                paired(idx, first, second, f"{task}: {a.randomize}-only vs {a.compare}-only successes")
+    elif not a.paired:
+        res = run_many(a.seed, idx, a.sigma, a.retry, a.procs, None, a.randomize)
         report(a.seed, res, f"seed {a.seed}, n {a.n}, sigma {1e3 * a.sigma:g} mm, {'check+retry' if a.retry else 'blind'}")
     else:
         for sigma in (0.010, 0.015):
             blind = report(a.seed, run_many(a.seed, idx, sigma, False, a.procs), f"sigma {1e3 * sigma:g} mm blind")
             retry = report(a.seed, run_many(a.seed, idx, sigma, True, a.procs), f"sigma {1e3 * sigma:g} mm check+retry")
-            b = sum(1 for i in idx if retry[i] and not blind[i])
-            c = sum(1 for i in idx if blind[i] and not retry[i])
-            print(f"  paired sigma {1e3 * sigma:g} mm: retry-only successes {b}, blind-only successes {c}, "
-                  f"exact two-sided sign test p = {sign_test(b, c):.4g}")
+            paired(idx, blind, retry, f"sigma {1e3 * sigma:g} mm: blind-only vs retry-only successes")
     print(f"wall time {time.perf_counter() - t0:.1f} s")
 
 

@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="only episodes that dataset-validate flagged valid: true (an episode without a valid flag "
                         "has not been validated and is excluded)")
     p.add_argument("--success-only", action="store_true", help="only episodes with success: true")
+    p.add_argument("--exclude-knocked", action="store_true",
+                   help="drop lucky successes (knocked_over: true: an object ended on another face, or a toppled "
+                        "stack was rebuilt by chance); training on them teaches knocking objects over")
     p.add_argument("--fps", type=int, default=30, help="LeRobot: frame rate of the causal resampling (default 30)")
     p.add_argument("--state", choices=STATES, default="qpos",
                    help="LeRobot: arm state representation: joint positions (qpos), end-effector pose "
@@ -66,20 +69,23 @@ def main(argv: list[str] | None = None) -> int:
             from ..convert import select_episodes
             from ..convert.rerun import to_rrd
 
-            chosen = select_episodes(ds, valid_only=args.valid_only, success_only=args.success_only)
+            chosen = select_episodes(ds, valid_only=args.valid_only, success_only=args.success_only,
+                                     exclude_knocked=args.exclude_knocked)
             summary = to_rrd(ds, args.output, quiet=args.quiet, episodes=chosen)
         elif args.format == "openarm":
             from ..convert.openarm import to_openarm
 
             summary = to_openarm(ds, args.output, camera_format=args.camera_format, valid_only=args.valid_only,
-                                 success_only=args.success_only, quiet=args.quiet)
+                                 success_only=args.success_only, quiet=args.quiet,
+                                 exclude_knocked=args.exclude_knocked)
         else:
             from ..convert.lerobot import LeRobotOptions, to_lerobot
 
             opts = LeRobotOptions(fps=args.fps, state=args.state, arm_dynamics=args.arm_dynamics,
                                   valid_only=args.valid_only, success_only=args.success_only,
-                                  gop=args.gop, crf=args.crf, train_split=args.train_split,
-                                  smoothing_cutoff=args.smoothing_cutoff, smoothing=args.smoothing)
+                                  exclude_knocked=args.exclude_knocked, gop=args.gop, crf=args.crf,
+                                  train_split=args.train_split, smoothing_cutoff=args.smoothing_cutoff,
+                                  smoothing=args.smoothing)
             summary = to_lerobot(ds, args.output, args.format, opts, quiet=args.quiet)
         print(summary.line())
         return 0

@@ -1,8 +1,9 @@
-"""dataset-generate: simulated OpenArm pick-and-place episodes, recorded in the 0.4.0 layout.
+"""dataset-generate: simulated OpenArm episodes of scripted tasks, recorded in the 0.4.0 layout.
 
-Episode i of seed S draws only from numpy.random.default_rng([S, i]); --episode-range A:B makes
-episodes A..B-1, so shards generated apart merge into the same dataset as one run. Rerunning the
-same command on an interrupted output resumes it.
+Episode i of seed S draws only from numpy.random.default_rng([S, i]) (and, with --tasks, its task
+from default_rng([S, i, TASK_STREAM])); --episode-range A:B makes episodes A..B-1, so shards
+generated apart merge into the same dataset as one run. Rerunning the same command on an
+interrupted output resumes it. Without --tasks every episode is the default task (pick_place).
 """
 
 from __future__ import annotations
@@ -41,8 +42,13 @@ def _range(text: str) -> range:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dataset-generate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True, help="output dataset folder (created, or resumed)")
-    g = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--out", help="output dataset folder (created, or resumed)")
+    p.add_argument("--list-tasks", action="store_true", help="print every task's name, arms and prompt, then exit")
+    p.add_argument("--tasks", nargs="+", metavar="NAME",
+                   help="tasks to draw episodes from (names of --list-tasks, or all; default: pick_place alone)")
+    p.add_argument("--task-weights", nargs="+", type=float, metavar="W",
+                   help="relative weight of each task of --tasks (default: equal)")
+    g = p.add_mutually_exclusive_group()
     g.add_argument("--episodes", type=int, help="generate episodes 0..N-1")
     g.add_argument("--episode-range", type=_range, help="generate episodes A..B-1")
     p.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
@@ -93,19 +99,45 @@ def config_from_args(args: argparse.Namespace):
     from ..sim.recorder import RecordConfig
     from ..sim.scene import SceneConfig
 
+    from ..sim.tasks import resolve_tasks
+
     if args.sigma < 0 or args.workers < 1:
         raise ValueError("--sigma must be >= 0 and --workers >= 1")
+    tasks, weights = (), ()
+    if args.tasks:
+        tasks, weights = resolve_tasks(args.tasks, args.task_weights or ())
+        if not args.task_weights:
+            weights = ()
+    elif args.task_weights:
+        raise ValueError("--task-weights needs --tasks")
     scene = SceneConfig(cameras=tuple(args.cameras), width=args.size[0], height=args.size[1],
                         wrist_left="wrist_left" in args.cameras)
     cfg = GenerateConfig(seed=args.seed, sigma=args.sigma, retry=args.retry, scene=scene,
                          record=RecordConfig(state_hz=args.state_hz, camera_hz=args.camera_hz),
-                         camera_format=args.camera_format)
+                         camera_format=args.camera_format, tasks=tasks, task_weights=weights)
     cfg.record.every(scene.timestep)
     return cfg
 
 
+def list_tasks() -> str:
+    """One line per registered task: name, arms, prompt."""
+    from ..sim.tasks import TASKS
+
+    w = max(len(n) for n in TASKS)
+    return "\n".join(f"{n:<{w}}  {t.arms:<6}  {t.prompt}" for n, t in TASKS.items())
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list_tasks:
+        def listing() -> int:
+            print(list_tasks())
+            return 0
+
+        return run(listing, "dataset-generate")
+    if args.out is None or (args.episodes is None and args.episode_range is None):
+        parser.error("--out and one of --episodes / --episode-range are required")
 
     def body() -> int:
         from ..sim.generate import generate
@@ -147,11 +179,20 @@ def main(argv: list[str] | None = None) -> int:
             if outcome == "success":
                 continue
             examples = [e for e in summary.episodes if e.get("outcome") == outcome][:3]
-            shown = ", ".join(f"episode {e['id']} red cube (x, y, yaw)={tuple(e['initial_cubes'][0])}" for e in examples)
+            shown = ", ".join(f"episode {e['id']}" + (f" ({e['task']})" if "task" in e else "")
+                              + f" cubes (x, y, yaw)={[tuple(c) for c in e['initial_cubes']]}" for e in examples)
             print(f"  {outcome}: {count}  e.g. {shown}")
         knocked = sum(bool(e.get("knocked_over")) for e in summary.episodes if e.get("success"))
         if knocked:
             print(f"  successes with the cube knocked onto another face: {knocked}")
+        if cfg.tasks:
+            by_task = {}
+            for e in summary.episodes:
+                by_task.setdefault(e.get("task"), []).append(e)
+            for name, eps in by_task.items():
+                ok = sum(bool(e.get("success")) for e in eps)
+                contacts = sum(int(e.get("arm_contacts", 0)) for e in eps)
+                print(f"  {name}: {ok}/{len(eps)} successes, arm-arm contact steps {contacts}")
         return 0
 
     return run(body, "dataset-generate")

@@ -19,17 +19,22 @@ from ..metadata import Metadata
 FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd")
 
 
-def select_episodes(ds: Dataset, valid_only: bool = False, success_only: bool = False) -> list[dict]:
+def select_episodes(ds: Dataset, valid_only: bool = False, success_only: bool = False,
+                    exclude_knocked: bool = False) -> list[dict]:
     """Episode entries kept by the filters, in metadata order.
 
     ``valid_only`` keeps episodes whose ``valid`` flag (written by dataset-validate) is true; an
     episode without a flag has not been validated and is dropped. ``success_only`` keeps
-    ``success: true``. Raises DatasetError when nothing is left.
+    ``success: true``. ``exclude_knocked`` drops lucky successes, flagged ``knocked_over: true`` by the
+    generator (an object ended on another face; imitating them teaches knocking objects over).
+    Raises DatasetError when nothing is left.
     """
     chosen = [ep for ep in ds.episodes
-              if (not valid_only or ep.get("valid") is True) and (not success_only or ep.get("success") is True)]
+              if (not valid_only or ep.get("valid") is True) and (not success_only or ep.get("success") is True)
+              and (not exclude_knocked or ep.get("knocked_over") is not True)]
     if not chosen:
-        what = " and ".join(w for w, on in (("valid", valid_only), ("successful", success_only)) if on)
+        what = " and ".join(w for w, on in (("valid", valid_only), ("successful", success_only),
+                                            ("not knocked-over", exclude_knocked)) if on)
         raise DatasetError(ds.root / layout.METADATA_FILE, f"no {what} episode to convert "
                            f"(of {ds.num_episodes}; valid flags are written by dataset-validate)")
     return chosen

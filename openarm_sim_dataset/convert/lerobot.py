@@ -52,6 +52,7 @@ class LeRobotOptions:
     arm_dynamics: bool = False
     valid_only: bool = False
     success_only: bool = False
+    exclude_knocked: bool = False
     gop: int | None = None
     crf: int = 18
     preset: str = "veryfast"
@@ -185,7 +186,7 @@ def plan(ds: Dataset, opts: LeRobotOptions) -> tuple[list[dict], dict[int, int],
         raise ValueError(f"state must be one of {kinematics.STATES}, not {opts.state!r}")
     if isinstance(opts.fps, bool) or not isinstance(opts.fps, int) or opts.fps <= 0:
         raise ValueError(f"fps must be a positive integer, not {opts.fps!r}")
-    chosen = select_episodes(ds, opts.valid_only, opts.success_only)
+    chosen = select_episodes(ds, opts.valid_only, opts.success_only, opts.exclude_knocked)
     tasks, remap = remap_tasks(ds.meta.tasks, chosen)
     prompts = [t.get("prompt") or t.get("description") or f"task {i}" for i, t in enumerate(tasks)]
     if any(ep.get("task_index") is None for ep in chosen):

@@ -25,12 +25,12 @@ def _counted(frames, summary: Summary):
 
 
 def to_openarm(ds: Dataset, out: str | os.PathLike, camera_format: str = "dir", valid_only: bool = False,
-               success_only: bool = False, quiet: bool = True) -> Summary:
+               success_only: bool = False, quiet: bool = True, exclude_knocked: bool = False) -> Summary:
     """Write ``ds`` (or the episodes the filters keep) as a new 0.4.0 dataset at ``out``."""
     if camera_format not in CAMERA_FORMATS:
         raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
     out = Path(out)
-    chosen = select_episodes(ds, valid_only, success_only)
+    chosen = select_episodes(ds, valid_only, success_only, exclude_knocked)
     summary = Summary(f"dataset-convert (openarm, cameras {camera_format})", out)
     bar = progress(len(chosen), "convert", quiet)
     try:

@@ -23,11 +23,13 @@ from .pick_place import (  # noqa: E402
     OUTCOMES, EpisodeParams, EpisodeResult, PickPlace, run_episode, set_initial_state,
 )
 from .randomize import episode_params  # noqa: E402
+from .tasks import TASKS, get_task, make_controller  # noqa: E402
 from .render import SimRenderer  # noqa: E402
 
 __all__ = [
     "CUBE_NAMES", "CUBE_SIZE", "LABELS", "REACH_NOTE", "SIDES", "ArmIndex", "SceneConfig", "arm_index",
     "asset_hashes", "build_model", "build_spec", "cube_body_names", "cube_qpos_adr", "geom_labels", "model_hash",
     "IKSolver", "solve_ik", "MinJerkPath", "min_jerk_s", "OUTCOMES", "EpisodeParams", "EpisodeResult",
-    "PickPlace", "run_episode", "set_initial_state", "episode_params", "SimRenderer",
+    "PickPlace", "run_episode", "set_initial_state", "episode_params", "SimRenderer", "TASKS", "get_task",
+    "make_controller",
 ]

@@ -30,7 +30,8 @@ from ..lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_pat
 from ..metadata import Metadata
 from ..stats import wilson_interval
 from ..writer import commit_episode, remove_uncommitted
-from .randomize import episode_params
+from .tasks import episode_params_for, get_task
+from .tasks.base import TASK_STREAM
 from .recorder import RecordConfig, RecordedEpisode, record_episode
 from .render import SimRenderer
 from .models import cached_model, load_model
@@ -56,6 +57,30 @@ class GenerateConfig:
     record: RecordConfig = field(default_factory=RecordConfig)
     camera_format: str = "dir"
     max_time: float = 12.0
+    #: task names (registry of :mod:`.tasks`); empty: the default task alone, exactly as before tasks existed
+    tasks: tuple[str, ...] = ()
+    #: relative weights of ``tasks`` (empty: equal)
+    task_weights: tuple[float, ...] = ()
+
+
+TASK_RULE = ("the task of episode i: one uniform draw of numpy.random.default_rng([seed, i, stream]) against the "
+             "cumulative normalised weights; the task's own discrete draws (which arm) continue from it; object "
+             "poses still draw only from numpy.random.default_rng([seed, i])")
+
+
+def params_for(cfg: GenerateConfig, index: int):
+    """``(EpisodeParams, task_index)`` of episode ``index`` under ``cfg`` (its task, poses and draws)."""
+    return episode_params_for(cfg.seed, index, cfg.tasks, cfg.task_weights, sigma=cfg.sigma, retry=cfg.retry,
+                              cfg=cfg.scene)
+
+
+def config_from_simulation(sim: dict, scene: SceneConfig) -> GenerateConfig:
+    """The GenerateConfig a dataset's ``simulation:`` block records (to regenerate its episodes)."""
+    tasks = sim.get("tasks") or {}
+    return GenerateConfig(seed=int(sim["seed"]), sigma=float(sim["sigma_m"]), retry=bool(sim["retry"]), scene=scene,
+                          record=RecordConfig(float(sim["state_hz"]), float(sim["camera_hz"]), int(sim["jpeg_quality"])),
+                          max_time=float(sim["max_time_s"]), tasks=tuple(tasks.get("names") or ()),
+                          task_weights=tuple(float(w) for w in tasks.get("weights") or ()))
 
 
 # ------------------------------------------------------------------ provenance
@@ -82,7 +107,7 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
             "cam_mat": "row-major 3x3 world-from-camera rotation, MuJoCo camera axes (x right, y up, looks along -z)",
             "cam_pos": "camera position in the world frame, metres",
         }
-    return {
+    block = {
         "schema_version": sidecar.SCHEMA_VERSION,
         "simulator": "MuJoCo",
         "mujoco_version": mujoco.__version__,
@@ -111,11 +136,15 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
         "machine": platform.machine(),
         "gl_renderer": renderer.gl_renderer,
     }
+    if cfg.tasks:  # absent for the default task alone: such a block is the one of before the task library
+        block["tasks"] = {"names": list(cfg.tasks), "weights": [float(w) for w in cfg.task_weights] or [1.0] * len(cfg.tasks),
+                          "stream": TASK_STREAM, "rule": TASK_RULE}
+    return block
 
 
 #: Keys of the simulation block that a resumed run must match exactly.
 IDENTITY_KEYS = ("simulator", "mujoco_version", "model_sha256", "seed", "sigma_m", "retry", "timestep_s",
-                 "state_hz", "camera_hz", "jpeg_quality", "max_time_s", "scene")
+                 "state_hz", "camera_hz", "jpeg_quality", "max_time_s", "scene", "tasks")
 
 
 def dataset_metadata(cfg: GenerateConfig, sim: dict) -> Metadata:
@@ -125,8 +154,8 @@ def dataset_metadata(cfg: GenerateConfig, sim: dict) -> Metadata:
         "location": "simulation",
         "operator": "openarm_sim_dataset.sim",
         "operation_type": "simulation",
-        "tasks": [{"prompt": "Put the red cube in the tray.",
-                   "description": "Scripted top-down pick-and-place of the red 40 mm cube into the tray with the right arm."}],
+        "tasks": [{"prompt": t.prompt, "description": t.description}
+                  for t in (get_task(n) for n in (cfg.tasks or ("pick_place",)))],
         "episodes": [],
         "equipment": {
             "id": "OpenArm-MuJoCo",
@@ -172,18 +201,20 @@ def _worker_init(cfg: GenerateConfig) -> None:
 
 def _run_one(index: int) -> tuple[int, RecordedEpisode]:
     cfg: GenerateConfig = _WORKER["cfg"]
-    params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+    params, _ = params_for(cfg, index)
     rec = record_episode(_WORKER["model"], _WORKER["renderer"], params, index, cfg.record, cfg.max_time)
     return index, rec
 
 
 def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict:
+    """The episode's entry in ``metadata.yaml``; with ``--tasks`` also its task name, acting arm(s) and
+    arm-arm contact steps (the default task's entry is the one of before the task library)."""
     r = rec.result
-    params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
-    return {
+    params, task_index = params_for(cfg, index)
+    entry = {
         "id": str(index),
         "success": bool(r.success),
-        "task_index": 0,
+        "task_index": int(task_index),
         "outcome": r.outcome,
         "knocked_over": bool(r.knocked_over),
         "attempts": int(r.attempts),
@@ -191,6 +222,9 @@ def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict
         "initial_cubes": [[round(float(v), 6) for v in pose] for pose in params.cube_poses],
         "steps": int(r.steps),
     }
+    if cfg.tasks:
+        entry.update(task=params.task, arms=params.side, arm_contacts=int(r.arm_contacts))
+    return entry
 
 
 @dataclass
@@ -291,7 +325,7 @@ def _record_all(todo: list[int], cfg: GenerateConfig, workers: int, model, rende
         return
     if workers <= 1:
         for i in todo:
-            params = episode_params(cfg.seed, i, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+            params, _ = params_for(cfg, i)
             yield i, record_episode(model, renderer, params, i, cfg.record, cfg.max_time)
         return
     # spawn: a GL context must never be inherited through fork

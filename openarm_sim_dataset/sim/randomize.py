@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .pick_place import EpisodeParams
+from .tasks.planner import EpisodeParams
 from .scene import SceneConfig
 
 __all__ = ["episode_params", "MIN_DIST_TARGET", "MIN_DIST_OTHER"]

@@ -570,19 +570,16 @@ check_sim_render = EpisodeCheck(_render_episode, _render_reduce, renderer)
 def check_sim_regenerate(ctx: Context) -> Outcome:
     if not ctx.regenerate:
         return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
-    from ..sim.generate import GenerateConfig
-    from ..sim.randomize import episode_params
-    from ..sim.recorder import RecordConfig, record_episode
+    from ..sim.generate import config_from_simulation, params_for
+    from ..sim.recorder import record_episode
 
     sim = _sim(ctx)
-    cfg = GenerateConfig(seed=int(sim["seed"]), sigma=float(sim["sigma_m"]), retry=bool(sim["retry"]), scene=scene_config(ctx),
-                         record=RecordConfig(float(sim["state_hz"]), float(sim["camera_hz"]), int(sim["jpeg_quality"])),
-                         max_time=float(sim["max_time_s"]))
+    cfg = config_from_simulation(sim, scene_config(ctx))  # the recorded task list too: the right task is rebuilt
     r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
     bad, arrays, first = [], 0, None
     for ep in ctx.regenerate:
         index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
-        params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
+        params, _ = params_for(cfg, index)
         rec = record_episode(model(ctx), r, params, index, cfg.record, cfg.max_time)
         side, fr = ctx.sidecar(ep), ctx.frames(ep)
         diffs = []
