@@ -45,7 +45,7 @@ def test_items_equal_the_samplers_values(generated):
     prompt = Dataset(generated).meta.tasks[0]["prompt"]
     for i, s in enumerate(samples):
         item = loader[i]
-        assert (item["episode"], item["timestamp"], item["task"]) == (s.episode, s.timestamp, prompt)
+        assert (item["episode"], item["timestamp"], item["task"]) == (s.episode, s.timestamp_ns, prompt)
         assert isinstance(item["timestamp"], int)  # int64 ns, exact
         np.testing.assert_array_equal(item["observation.state"].numpy(), _state(s, "obs"))
         assert item["action"].shape == (1, 16) and not item["action_is_pad"].any()
@@ -146,7 +146,7 @@ def test_tar_cameras_give_the_same_tensors_as_folders(generated_one, tmp_path):
     shutil.copytree(generated_one, tar, ignore=lambda d, names: [n for n in names if d.endswith("cameras")])
     for cam in Dataset(generated_one).load_cameras(0).values():
         write_camera_tar(tar / "episodes" / "0" / "cameras" / f"{cam.name}.tar",
-                         ((f.timestamp, f.read_bytes()) for f in cam.frames()))
+                         ((f.timestamp_ns, f.read_bytes()) for f in cam.frames()))
     assert Dataset(tar).load_cameras(0)["head"].format == "tar"
     # frame files named <ns>.jpg (accepted on read): opened through the camera's own listing instead
     legacy = tmp_path / "legacy"
