@@ -233,8 +233,7 @@ def _bench(path: Path, args) -> None:
     ratio = med["w2"] / limit
     verdict = "met" if ratio >= 0.8 else "NOT met"
     print(f"\nnum_workers=2: {ratio:.2f}x the 2-core decode limit (target >= 0.8x: {verdict}); "
-          f"CPU per frame {cpu['w2'] / cpu['decode1']:.2f}x the bare decode's (on 2 idle cores, num_workers=2 "
-          f"reaches about {min(1.0, cpu['decode1'] / cpu['w2']):.2f}x the 2-core limit)")
+          f"CPU per frame {cpu['w2'] / cpu['decode1']:.2f}x the bare decode's")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (2 cores shared with other work make every figure noisy)")
     if args.long:
         print()
