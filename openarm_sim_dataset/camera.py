@@ -119,6 +119,13 @@ def decode_jpeg(data: bytes, path: str | os.PathLike = "<bytes>", header_only: b
         raise CameraError(path, f"not a decodable JPEG ({str(e).splitlines()[0][:120]})") from None
 
 
+def decode_jpeg_chw(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndarray:
+    """Decode JPEG bytes to a contiguous 3xHxW uint8 array (planar RGB, as torch models take images), with
+    the checks and errors of :func:`decode_jpeg`. (Transposing costs ~5% of a 320x240 decode here; having
+    Pillow split the planes instead measured slower.)"""
+    return np.ascontiguousarray(decode_jpeg(data, path).transpose(2, 0, 1))
+
+
 @lru_cache(maxsize=256)
 def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(timestamps, offsets, sizes) of a camera tar, sorted by timestamp. Cached per file version."""
@@ -255,6 +262,17 @@ class Camera:
             remove_tree(tmp)
             raise
         return output
+
+    def member_spans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(data offsets, sizes) in bytes of every frame of a tar camera, in frame order; None for a folder."""
+        return None if self.format == "dir" else (self._offsets, self._sizes)
+
+    def names_are_canonical(self) -> bool:
+        """True when every frame file is named ``layout.frame_name(timestamp)`` (a folder camera's file
+        can then be opened from its timestamp alone)."""
+        if self.format != "dir":
+            return False
+        return all(name == layout.frame_name(ts) for name, ts in zip(self._names, self.timestamps.tolist()))
 
     def frame_path(self, index: int) -> Path:
         if self.format == "dir":

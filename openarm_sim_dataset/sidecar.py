@@ -28,6 +28,7 @@ import io
 import os
 import stat
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -109,8 +110,10 @@ def npz_bytes(arrays: dict[str, np.ndarray], compress: bool = False) -> bytes:
     return buf.getvalue()
 
 
-def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Load every array of an .npz with ``allow_pickle=False``; failures name the file."""
+def load_npz(path: str | os.PathLike, members: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    """Load every array of an .npz (or only those named in ``members``, when given) with
+    ``allow_pickle=False``; failures name the file. Names in ``members`` that the file lacks are
+    left out of the result."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block or never end
             raise SidecarError(path, "is not a regular file")
@@ -119,6 +122,8 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
             for info in zf.infolist():
                 if not info.filename.endswith(".npy"):
                     raise SidecarError(path, f"member {info.filename!r} is not an .npy array")
+                if members is not None and info.filename[:-4] not in members:
+                    continue
                 with zf.open(info) as f:  # check the declared size before numpy allocates it
                     version = np.lib.format.read_magic(f)
                     read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
@@ -139,6 +144,25 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         raise SidecarError(path, f"refused: {str(e).splitlines()[0][:160]}") from None
     except (OSError, zipfile.BadZipFile, EOFError) as e:
         raise SidecarError(path, f"unreadable npz ({str(e).splitlines()[0][:160]})") from None
+
+
+def npz_names(path: str | os.PathLike) -> list[str]:
+    """Names of the arrays an .npz holds (from its zip directory; nothing is decompressed)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SidecarError(path, "is not a regular file")
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except SidecarError:
+        raise
+    except FileNotFoundError:
+        raise SidecarError(path, "not found") from None
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as e:
+        raise SidecarError(path, f"unreadable npz ({str(e).splitlines()[0][:160]})") from None
+    bad = [n for n in names if not n.endswith(".npy")]
+    if bad:
+        raise SidecarError(path, f"member {bad[0]!r} is not an .npy array")
+    return [n[:-4] for n in names]
 
 
 def sim_streams(sim_dir: Path, cameras: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
