@@ -1,6 +1,9 @@
 """Offscreen rendering of the scene cameras (RGB, depth, segmentation labels).
 
-One :class:`mujoco.Renderer` per process, reused for every camera and frame.
+One :class:`mujoco.Renderer` per process, reused for every camera and frame, and for every
+per-episode model of the scene (:meth:`SimRenderer.use_model`: an episode's variation changes colours,
+lights, the head camera and cube sizes, which are read from the model at each frame; the GL context
+holds only meshes, textures and buffers, which no variation changes).
 Sites are hidden (all site groups off) and only geom groups 0-2 are drawn (the
 robot's visual meshes; its collision meshes, group 3, are hidden).
 
@@ -33,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from .scene import SceneConfig, geom_labels  # noqa: E402
 
-__all__ = ["SimRenderer"]
+__all__ = ["SimRenderer", "intrinsics"]
 
 
 class SimRenderer:
@@ -53,7 +56,27 @@ class SimRenderer:
         self._labels = geom_labels(model)
         # label lookup with a slot for "no geom" (-1 -> index ngeom).
         self._lut = np.concatenate([self._labels, np.zeros(1, np.uint8)])
+        self._context_key = _context_key(model)
         self.gl_renderer = self._gl_string()
+
+    def use_model(self, model: mujoco.MjModel) -> None:
+        """Render ``model`` from now on: another episode's model of the same scene (its variation
+        applied). The GL context is kept when everything it was made from (meshes, textures, visual
+        options, labels) is unchanged, and made again otherwise."""
+        if model is self.model:
+            return
+        key = _context_key(model)
+        labels = geom_labels(model)
+        if key == self._context_key and np.array_equal(labels, self._labels) and hasattr(self.renderer, "_model"):
+            self.renderer._model = model  # what update_scene and the depth conversion read
+        else:
+            self.renderer.close()
+            self.renderer = mujoco.Renderer(model, height=self.height, width=self.width)
+            self._context_key = key
+            self._labels = labels
+            self._lut = np.concatenate([labels, np.zeros(1, np.uint8)])
+        self.model = model
+        self._cam_ids = {c: model.camera(c).id for c in self.cameras}
 
     def _gl_string(self) -> str:
         """OpenGL renderer string (e.g. llvmpipe) if cheaply available, else the MUJOCO_GL value."""
@@ -126,9 +149,7 @@ class SimRenderer:
 
     def intrinsics(self, camera: str) -> np.ndarray:
         """3x3 pinhole matrix (pixels) of ``camera`` at this renderer's resolution (see module doc)."""
-        fovy = np.deg2rad(float(self.model.cam_fovy[self._cam_ids[camera]]))
-        f = 0.5 * self.height / np.tan(0.5 * fovy)
-        return np.array([[f, 0.0, (self.width - 1) / 2.0], [0.0, f, (self.height - 1) / 2.0], [0.0, 0.0, 1.0]])
+        return intrinsics(self.model, camera, self.width, self.height)
 
     def cam_pos(self, data: mujoco.MjData, camera: str) -> np.ndarray:
         """World position (3,) of ``camera`` (m)."""
@@ -141,3 +162,31 @@ class SimRenderer:
     def close(self) -> None:
         """Free the GL context."""
         self.renderer.close()
+
+
+def intrinsics(model: mujoco.MjModel, camera: str, width: int, height: int) -> np.ndarray:
+    """3x3 pinhole matrix (pixels) of ``model``'s ``camera`` in a ``width`` x ``height`` image (module doc)."""
+    fovy = np.deg2rad(float(model.cam_fovy[model.camera(camera).id]))
+    f = 0.5 * height / np.tan(0.5 * fovy)
+    return np.array([[f, 0.0, (width - 1) / 2.0], [0.0, f, (height - 1) / 2.0], [0.0, 0.0, 1.0]])
+
+
+def _context_key(model: mujoco.MjModel) -> str:
+    """Digest of what a GL context (``mjr_makeContext``) and the depth conversion take from a model:
+    meshes, textures, height fields, skins, the visual options and the extent. Two models with one key
+    render alike on one context."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in ("mesh_vert", "mesh_normal", "mesh_texcoord", "mesh_face", "mesh_facenormal", "mesh_facetexcoord",
+                 "mesh_vertadr", "mesh_faceadr", "tex_data", "tex_adr", "tex_height", "tex_width", "tex_nchannel",
+                 "tex_type", "hfield_data", "hfield_size", "skin_vert", "skin_face", "geom_type", "geom_dataid",
+                 "mat_texid"):
+        a = getattr(model, name, None)
+        if a is not None:
+            h.update(name.encode() + np.ascontiguousarray(a).tobytes())
+    vis = model.vis
+    for group in (vis.global_, vis.quality, vis.map, vis.scale):
+        h.update(repr(group).encode())
+    h.update(np.float64(model.stat.extent).tobytes())
+    return h.hexdigest()

@@ -1,8 +1,14 @@
 """Checks of meaning for simulated datasets (run when metadata has a ``simulation:`` block).
 
-Geometry checks use the stored depth, intrinsics K (from metadata) and per-frame camera poses,
-so a depth written in millimetres or a camera pose that stopped updating fails them even though
-every array has the right shape and dtype.
+Geometry checks use the stored depth, intrinsics K and per-frame camera poses, so a depth written in
+millimetres or a camera pose that stopped updating fails them even though every array has the right
+shape and dtype.
+
+Every check that simulates, renders or measures runs on the model the episode ran on: the nominal
+scene's, or for a randomised episode the scene rebuilt with its recorded variation
+(:func:`episode_model`; its hash must be the episode's recorded ``model_sha256``). K is the dataset's
+(the nominal model's) for a nominal episode and the episode model's for a randomised one; camera poses
+come from the sidecar.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ import os
 import numpy as np
 
 from .. import layout, sidecar
+from ..errors import DatasetError
 from ..gl import import_mujoco
 from .core import CheckFn, Context, Outcome
 
 
 #: Half the space diagonal of a 40 mm cube (m): no cube surface is nearer than centre depth minus this.
+#: (A randomised episode's cube: its own model's size, see :func:`check_sim_wrist`.)
 CUBE_HALF_DIAGONAL = 0.02 * 3**0.5
 
 # ----------------------------------------------------------------------------- model access
@@ -56,6 +64,59 @@ def model(ctx: Context):
 #: One SimRenderer per process (a GL context costs 0.2-0.9 s): ``{"entry": (key, renderer)}``, the key
 #: being the stored scene configuration and model hash; a dataset with another scene replaces it.
 _RENDERER: dict = {}
+
+
+def episode_variation(ctx: Context, ep: str):
+    """The :class:`~openarm_sim_dataset.sim.variation.Variation` recorded in episode ``ep``'s metadata
+    entry, or None (nominal scene). A malformed one raises :class:`DatasetError` naming the file."""
+    from ..sim.variation import Variation
+
+    entry = ctx.ds.episode(ep)
+    if sidecar.VARIATION_KEY not in entry:
+        return None
+    try:
+        return Variation.from_dict(entry[sidecar.VARIATION_KEY])
+    except ValueError as e:
+        raise DatasetError(ctx.ds.root / layout.METADATA_FILE, f"episode {ep}: {e}") from None
+
+
+def episode_model(ctx: Context, ep: str):
+    """The model episode ``ep`` ran on (a private copy): :func:`model` for a nominal episode, else the
+    scene rebuilt with its recorded variation, refused (:class:`ModelMismatchError`, a DatasetError)
+    unless it hashes to the episode's recorded ``model_sha256``."""
+    variation = episode_variation(ctx, ep)
+    if variation is None:
+        return model(ctx)
+    from ..sim.models import load_model
+
+    where = f"{ctx.ds.root / layout.METADATA_FILE}: episode {ep}"
+    recorded = ctx.ds.episode(ep).get(sidecar.MODEL_SHA256_KEY)
+    if not isinstance(recorded, str):
+        raise DatasetError(where, "has a variation but no model_sha256")
+    return load_model(scene_config(ctx), recorded, where, variation=variation)
+
+
+def _models(ctx: Context, bad: list[str], problems: list[str]):
+    """``(episode, sidecar, its model)`` for every episode with a usable sidecar; an episode whose model
+    cannot be rebuilt as recorded is appended to ``bad`` with a line in ``problems`` instead."""
+    for ep, side in ctx.good_sidecars().items():
+        try:
+            m = episode_model(ctx, ep)
+        except DatasetError as e:
+            bad.append(ep)
+            problems.append(str(e))
+            continue
+        yield ep, side, m
+
+
+def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
+    """K of ``cam`` for episode ``ep``: the dataset's for a nominal episode, the episode model's otherwise."""
+    if sidecar.VARIATION_KEY not in ctx.ds.episode(ep):
+        return _K(ctx, cam)
+    from ..sim.render import intrinsics
+
+    scene = _sim(ctx)["scene"]
+    return intrinsics(m, cam, int(scene["width"]), int(scene["height"]))
 
 
 def renderer(ctx: Context):
@@ -142,7 +203,59 @@ def check_sim_provenance(ctx: Context) -> Outcome:
     except (ValueError, TypeError) as e:
         return Outcome(False, f"model cannot be rebuilt from the stored scene: {e}", list(ctx.episodes))
     detail = "; ".join(diffs) if diffs else f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded"
-    return Outcome(not diffs, detail, list(ctx.episodes) if diffs else [])
+    if diffs:
+        return Outcome(False, detail, list(ctx.episodes))
+    bad, problems, varied = _episode_provenance(ctx)
+    if varied or problems:
+        detail += (f"; {varied - len(bad)}/{varied} randomised episode models rebuilt from their variation as recorded"
+                   + (f"; {len(bad)} episode(s) differ, first: {problems[0]}" if problems else ""))
+    return Outcome(not bad, detail, bad)
+
+
+def _episode_provenance(ctx: Context) -> tuple[list[str], list[str], int]:
+    """Per episode: the variation and model hash in its metadata entry and in its sidecar agree, the
+    variation is the one its seed draws under the dataset's ``randomization`` mode, and the model rebuilt
+    from it hashes as recorded. Returns (failing episodes, what differs, randomised episodes)."""
+    from ..sim.variation import draw_variation
+
+    sim = _sim(ctx)
+    mode = sim.get("randomization", "none")
+    bad, problems, varied = [], [], 0
+
+    def fail(ep: str, what: str) -> None:
+        bad.append(ep)
+        problems.append(f"episode {ep}: {what}")
+
+    for ep in ctx.episodes:
+        entry = ctx.ds.episode(ep)
+        side = ctx.sidecar(ep)
+        try:
+            stored, stored_sha = sidecar.episode_variation(side, ctx.sim_dir(ep) / sidecar.SIDECAR_FILE) \
+                if isinstance(side, dict) else (None, None)
+            variation = episode_variation(ctx, ep)
+        except DatasetError as e:  # names its file and the episode
+            bad.append(ep)
+            problems.append(str(e))
+            continue
+        if variation is None and stored is None:
+            if mode != "none":
+                fail(ep, f"no variation recorded in a dataset randomised with {mode!r}")
+            continue
+        varied += 1
+        recorded = entry.get(sidecar.MODEL_SHA256_KEY)
+        if variation is None or stored is None:
+            fail(ep, "variation recorded in " + ("the sidecar" if variation is None else "metadata.yaml") + " only")
+        elif stored != variation.to_dict() or stored_sha != recorded:
+            fail(ep, "the variation or model hash in metadata.yaml differs from the sidecar's")
+        elif (drawn := draw_variation(int(sim["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))) != variation:
+            fail(ep, f"the variation is not the one seed {sim['seed']} draws for it under randomization {mode!r}")
+        else:
+            try:
+                episode_model(ctx, ep)
+            except DatasetError as e:
+                bad.append(ep)
+                problems.append(str(e))
+    return bad, problems, varied
 
 
 def check_sim_schema(ctx: Context) -> Outcome:
@@ -207,11 +320,10 @@ def check_sim_ranges(ctx: Context) -> Outcome:
                    + (f"; {first}" if first else ""), bad)
 
 
-def _plane_heights(ctx: Context) -> dict[int, float]:
-    """World z (m) of the floor plane (label 1) and the table top (label 2)."""
+def _plane_heights(m) -> dict[int, float]:
+    """World z (m) of the floor plane (label 1) and the table top (label 2) in model ``m``."""
     mujoco = import_mujoco()
 
-    m = model(ctx)
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)
     top = m.geom("table_top").id
@@ -219,14 +331,14 @@ def _plane_heights(ctx: Context) -> dict[int, float]:
 
 
 def check_sim_geometry(ctx: Context) -> Outcome:
-    planes = _plane_heights(ctx)
-    bad, figures = [], []
-    for ep, side in ctx.good_sidecars().items():
+    bad, figures, problems = [], [], []
+    for ep, side, m in _models(ctx, bad, problems):
         fr = ctx.frames(ep)
         if not isinstance(fr, dict):
             continue
+        planes = _plane_heights(m)
         for cam in _cameras(ctx):
-            K = _K(ctx, cam)
+            K = _episode_K(ctx, ep, cam, m)
             depth, labels = fr.get(f"depth_{cam}"), fr.get(f"labels_{cam}")
             pos, mat = side.get(f"cam_pos_{cam}"), side.get(f"cam_mat_{cam}")
             if depth is None or labels is None or pos is None or mat is None:
@@ -250,7 +362,7 @@ def check_sim_geometry(ctx: Context) -> Outcome:
                 bad.append(ep)
     detail = (f"{len(figures)} episode-cameras, median floor/table plane error: mean {np.mean(figures) * 1e6:.1f} um, "
               f"max {np.max(figures) * 1e6:.1f} um (limit {ctx.t.plane_error * 1e3:g} mm)") if figures else "no floor/table pixels"
-    return Outcome(not bad and bool(figures), detail, bad)
+    return Outcome(not bad and bool(figures), detail + (f"; {problems[0]}" if problems else ""), bad)
 
 
 def _fixed_camera(ctx: Context) -> str | None:
@@ -262,12 +374,12 @@ def check_sim_reprojection(ctx: Context) -> Outcome:
     cam = _fixed_camera(ctx)
     if cam is None:
         return Outcome(True, "no fixed camera", skipped=True, applicable=False)
-    K = _K(ctx, cam)
-    bad, errors = [], []
-    for ep, side in ctx.good_sidecars().items():
+    bad, errors, problems = [], [], []
+    for ep, side, m in _models(ctx, bad, problems):
         fr = ctx.frames(ep)
         if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
             continue
+        K = _episode_K(ctx, ep, cam, m)
         labels = fr[f"labels_{cam}"]
         h, w = labels.shape[1:]
         pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
@@ -286,6 +398,8 @@ def check_sim_reprojection(ctx: Context) -> Outcome:
         errors += ep_err
         if ep_err and max(ep_err) > ctx.t.reprojection_px:
             bad.append(ep)
+    if problems:
+        return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if not errors:
         # nothing measurable (images too small for >= 20-pixel masks, or every cube occluded): no verdict
         return Outcome(True, "no unoccluded cube mask of >= 20 pixels clear of the border to measure", skipped=True)
@@ -298,12 +412,15 @@ def check_sim_wrist(ctx: Context) -> Outcome:
     if not cams:
         return Outcome(True, "no wrist camera", skipped=True, applicable=False)
     cam = "wrist_right" if "wrist_right" in cams else cams[0]
-    K = _K(ctx, cam)
-    bad, in_view, hits = [], 0, 0
-    for ep, side in ctx.good_sidecars().items():
+    from ..sim.scene import cube_half_size
+
+    bad, in_view, hits, problems = [], 0, 0, []
+    for ep, side, m in _models(ctx, bad, problems):
         fr = ctx.frames(ep)
         if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
             continue
+        K = _episode_K(ctx, ep, cam, m)
+        half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
         labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
         h, w = labels.shape[1:]
         pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
@@ -316,7 +433,7 @@ def check_sim_wrist(ctx: Context) -> Outcome:
             if not (0 <= u < w and 0 <= v < h):
                 continue
             # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
-            if depth is not None and depth[k, v, u] < z[0] - CUBE_HALF_DIAGONAL:
+            if depth is not None and depth[k, v, u] < z[0] - half_diagonal:
                 continue
             ep_in += 1
             ep_hit += int(labels[k, v, u] == 4)
@@ -324,6 +441,8 @@ def check_sim_wrist(ctx: Context) -> Outcome:
         hits += ep_hit
         if ep_in and ep_hit / ep_in <= ctx.t.wrist_hit_fraction:
             bad.append(ep)
+    if problems:
+        return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if in_view == 0:
         return Outcome(False, f"red cube never in view of {cam}", list(ctx.episodes))
     return Outcome(not bad, f"{cam}: red cube centre on its label in {hits}/{in_view} in-view frames "
@@ -333,9 +452,8 @@ def check_sim_wrist(ctx: Context) -> Outcome:
 def _replay(ctx: Context, middle: bool) -> Outcome:
     from ..sim.replay import replay
 
-    m = model(ctx)
-    bad, frames, exact, worst = [], 0, 0, 0.0
-    for ep, side in ctx.good_sidecars().items():
+    bad, frames, exact, worst, problems = [], 0, 0, 0.0, []
+    for ep, side, m in _models(ctx, bad, problems):
         try:
             start = len(side["step"]) // 2 if middle else None
             r = replay(m, side, from_frame=start)
@@ -351,7 +469,9 @@ def _replay(ctx: Context, middle: bool) -> Outcome:
     missing = _missing(ctx)  # no sidecar: nothing shows the episode replays
     return Outcome(not bad and not missing and frames > 0,
                    f"replayed {what}: {exact}/{frames} frames bit-exact, largest difference {worst:.3g}"
-                   + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""), bad + missing)
+                   + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
+                   + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else ""),
+                   bad + missing)
 
 
 def check_sim_replay(ctx: Context) -> Outcome:
@@ -421,7 +541,7 @@ def check_sim_render(ctx: Context) -> Outcome:
     stride = max(1, int(ctx.t.sim_render_stride))
     floor = ctx.t.render_psnr_db
     bad, problems, n, exact, min_psnr = [], [], 0, 0, float("inf")
-    for ep, side in ctx.good_sidecars().items():
+    for ep, side, m in _models(ctx, bad, problems):
         cams = ctx.cameras(ep)
         if not isinstance(cams, dict) or any(c not in cams for c in r.cameras):
             bad.append(ep)
@@ -432,7 +552,7 @@ def check_sim_render(ctx: Context) -> Outcome:
             bad.append(ep)
             problems.append(f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp")
             continue
-        rr = rerender(r.model, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(sim["jpeg_quality"]), r,
+        rr = rerender(m, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(sim["jpeg_quality"]), r,
                       stride=stride, depth_labels=False, psnr_always=not same)
         n += rr.frames
         exact += rr.jpeg_exact
@@ -459,20 +579,18 @@ def check_sim_render(ctx: Context) -> Outcome:
 def check_sim_regenerate(ctx: Context) -> Outcome:
     if not ctx.regenerate:
         return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
-    from ..sim.generate import GenerateConfig
-    from ..sim.randomize import episode_params
-    from ..sim.recorder import RecordConfig, record_episode
+    from ..sim.generate import GenerateConfig, record_index
+    from ..sim.recorder import RecordConfig
 
     sim = _sim(ctx)
     cfg = GenerateConfig(seed=int(sim["seed"]), sigma=float(sim["sigma_m"]), retry=bool(sim["retry"]), scene=scene_config(ctx),
                          record=RecordConfig(float(sim["state_hz"]), float(sim["camera_hz"]), int(sim["jpeg_quality"])),
-                         max_time=float(sim["max_time_s"]))
+                         max_time=float(sim["max_time_s"]), randomize=str(sim.get("randomization", "none")))
     r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
     bad, arrays, first = [], 0, None
     for ep in ctx.regenerate:
         index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
-        params = episode_params(cfg.seed, index, sigma=cfg.sigma, retry=cfg.retry, cfg=cfg.scene)
-        rec = record_episode(model(ctx), r, params, index, cfg.record, cfg.max_time)
+        rec = record_index(cfg, index, model(ctx), r)
         side, fr = ctx.sidecar(ep), ctx.frames(ep)
         diffs = []
         if not isinstance(side, dict) or not isinstance(fr, dict):
