@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import OWN_FIXTURES, REF_FIXTURES, run_cli, run_cli_process
-from corrupt import FAULTS, STALE_FRAME, plant
+from corrupt import FAULTS, STALE_FRAME, VARIATION_FAULTS, plant
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS, Thresholds, valid_flags
 from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
@@ -31,6 +31,9 @@ EXPECTED = {
     "jpeg_byte_flip": "sim_render",
     "file_added": "integrity",
     "frozen_camera": "camera_frozen",
+    "variation_changed": "sim_provenance",
+    "variation_swapped": "sim_provenance",
+    "variation_removed": "sim_provenance",
 }
 #: faults that change an episode's files after its manifest was written
 INTEGRITY_FAULTS = {"drop_frame", "depth_in_mm", "frozen_wrist_pose", "action_shift", "nan_qpos",
@@ -61,8 +64,25 @@ def test_clean_dataset_passes_every_check(generated):
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
+    _fault_fails_the_check_that_knows_it(generated, tmp_path, fault)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", FAULTS + VARIATION_FAULTS)
+def test_each_fault_fails_on_a_randomised_dataset(randomized, tmp_path, fault):
+    """The same faults in a dataset whose episodes each ran on their own varied model, and faults of
+    the variation records themselves (the model rebuilt from them must be the one the episode ran on)."""
+    rows = _fault_fails_the_check_that_knows_it(randomized, tmp_path, fault)
+    if fault in VARIATION_FAULTS:
+        assert not rows["sim_replay"].passed and "1" in rows["sim_replay"].episodes
+        what = {"variation_changed": "not the recorded model", "variation_swapped": "differs from the sidecar's",
+                "variation_removed": "recorded in the sidecar only"}[fault]
+        assert what in rows["sim_provenance"].detail and rows["sim_provenance"].episodes != []
+
+
+def _fault_fails_the_check_that_knows_it(src, tmp_path, fault):
     copy = tmp_path / "copy"
-    episode = plant(generated, copy, fault)
+    episode = plant(src, copy, fault)
     # sim_render re-renders frames (seconds): only where it is the check that knows the fault, and every
     # 4th frame (the faults sit on frames 8 and 12; the clean test renders every frame)
     names = [n for n, _ in FORM_CHECKS + CAMERA_CHECKS + SIM_CHECKS if n != "sim_render" or EXPECTED[fault] == "sim_render"]
@@ -88,6 +108,7 @@ def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
         assert "episodes/1/cameras/notes.txt extra" in row.detail
     if fault == "frozen_camera":
         assert "frames 10..16 byte-identical for 1.20 s" in row.detail and "wrist_right" in row.detail
+    return rows
 
 
 def test_sim_render_on_another_renderer_is_approximate(generated, tmp_path):

@@ -260,8 +260,11 @@ def _diff(base: mujoco.MjModel, other: mujoco.MjModel) -> dict | None:
         if isinstance(a, np.ndarray):
             if not isinstance(b, np.ndarray) or a.shape != b.shape or a.dtype != b.dtype:
                 return None
-            if a.tobytes() != b.tobytes():
-                fa, fb = a.reshape(-1).view(np.uint8).reshape(a.size, -1), b.reshape(-1).view(np.uint8).reshape(b.size, -1)
+            if a.size == 0:
+                continue
+            fa = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1)  # bytes: NaN == NaN
+            fb = np.ascontiguousarray(b).reshape(-1).view(np.uint8).reshape(b.size, -1)
+            if not np.array_equal(fa, fb):
                 idx = np.flatnonzero((fa != fb).any(axis=1))
                 patch[path] = (idx, b.reshape(-1)[idx].copy())
         elif a != b:

@@ -219,7 +219,6 @@ def _episode_provenance(ctx: Context) -> tuple[list[str], list[str], int]:
     from ..sim.variation import draw_variation
 
     sim = _sim(ctx)
-    mode = sim.get("randomization", "none")
     bad, problems, varied = [], [], 0
 
     def fail(ep: str, what: str) -> None:
@@ -229,6 +228,9 @@ def _episode_provenance(ctx: Context) -> tuple[list[str], list[str], int]:
     for ep in ctx.episodes:
         entry = ctx.ds.episode(ep)
         side = ctx.sidecar(ep)
+        # a merge with --allow-mixed-provenance keeps each input's scalar simulation keys in the entry
+        prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else sim
+        mode = prov.get("randomization", "none")
         try:
             stored, stored_sha = sidecar.episode_variation(side, ctx.sim_dir(ep) / sidecar.SIDECAR_FILE) \
                 if isinstance(side, dict) else (None, None)
@@ -247,8 +249,8 @@ def _episode_provenance(ctx: Context) -> tuple[list[str], list[str], int]:
             fail(ep, "variation recorded in " + ("the sidecar" if variation is None else "metadata.yaml") + " only")
         elif stored != variation.to_dict() or stored_sha != recorded:
             fail(ep, "the variation or model hash in metadata.yaml differs from the sidecar's")
-        elif (drawn := draw_variation(int(sim["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))) != variation:
-            fail(ep, f"the variation is not the one seed {sim['seed']} draws for it under randomization {mode!r}")
+        elif draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx)) != variation:
+            fail(ep, f"the variation is not the one seed {prov['seed']} draws for it under randomization {mode!r}")
         else:
             try:
                 episode_model(ctx, ep)
