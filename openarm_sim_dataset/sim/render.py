@@ -97,9 +97,74 @@ class SimRenderer:
 
     def render(self, data: mujoco.MjData, camera: str, rgb: bool = True, depth: bool = True,
                labels: bool = True) -> Dict[str, np.ndarray]:
-        """Render one camera; returns a dict with the requested ``rgb``/``depth``/``labels`` arrays."""
+        """Render one camera; returns a dict with the requested ``rgb``/``depth``/``labels`` arrays.
+
+        Two scene draws at most: the RGB pass, and one pass with MuJoCo's segmentation flags whose
+        depth and colour buffers come out of one ``mjr_readPixels`` call (depth in metres, the colour
+        holding each pixel's segmentation id). Bit for bit what ``mujoco.Renderer``'s RGB, depth and
+        segmentation modes give (its depth mode draws with the same flags)."""
         r = self.renderer
         r.update_scene(data, camera=self._cam_ids[camera], scene_option=self.option)
+        if not self._shared_pass or r._scene.camera[0].orthographic:
+            return self._render_by_modes(rgb, depth, labels)
+        if r._gl_context:
+            r._gl_context.make_current()
+        rect, scene, context = r._rect, r._scene, r._mjr_context
+        h, w = self.height, self.width
+        out: Dict[str, np.ndarray] = {}
+        if rgb:
+            mujoco.mjr_render(rect, scene, context)
+            buf = np.empty((h, w, 3), dtype=np.uint8)
+            mujoco.mjr_readPixels(buf, None, rect, context)
+            out["rgb"] = self._upright(buf)
+        if depth or labels:
+            flags = scene.flags.copy()
+            scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = True
+            scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = True
+            try:
+                mujoco.mjr_render(rect, scene, context)
+            finally:
+                np.copyto(scene.flags, flags)
+            colour = np.empty((h, w, 3), dtype=np.uint8) if labels else None
+            z = np.empty((h, w), dtype=np.float32) if depth else None
+            mujoco.mjr_readPixels(colour, z, rect, context)
+            if depth:
+                out["depth"] = self._upright(self._metric_depth(z))
+            if labels:
+                out["labels"] = self._lut[self._geom_ids(self._upright(colour))]
+        return out
+
+    def _upright(self, img: np.ndarray) -> np.ndarray:
+        """EGL/OSMesa/GLFW images come bottom row first (a contiguous copy, as mujoco.Renderer returns)."""
+        return np.ascontiguousarray(img[::-1]) if self.renderer._gl_context else img
+
+    def _metric_depth(self, z: np.ndarray) -> np.ndarray:
+        """Depth-buffer values (reversed Z) to metres along the optical axis, float32: mujoco.Renderer's
+        conversion step for step (float32 clip planes, float64 division), so that the result is identical."""
+        model = self.model
+        extent = model.stat.extent
+        zfar = np.float32(model.vis.map.zfar * extent)
+        znear = np.float32(model.vis.map.znear * extent)
+        c_coef = -(zfar + znear) / (zfar - znear)
+        d_coef = -(np.float32(2) * zfar * znear) / (zfar - znear)
+        c_coef = np.float32(-0.5) * c_coef - np.float32(0.5)
+        d_coef = np.float32(-0.5) * d_coef
+        return (d_coef / (z.astype(np.float64) + c_coef)).astype(np.float32)
+
+    def _geom_ids(self, colour: np.ndarray) -> np.ndarray:
+        """(H, W) geom id under each pixel (-1: none) from a segmentation colour buffer (segid + 1 in RGB)."""
+        segid = colour[..., 0].astype(np.int32) | (colour[..., 1].astype(np.int32) << 8) | (colour[..., 2].astype(np.int32) << 16)
+        scene = self.renderer._scene
+        lut = np.full(scene.ngeom + 2, -1, dtype=np.int32)
+        for g in scene.geoms[:scene.ngeom]:
+            if g.segid != -1 and g.objtype == int(mujoco.mjtObj.mjOBJ_GEOM):
+                lut[g.segid + 1] = g.objid
+        return lut[np.minimum(segid, scene.ngeom + 1)]
+
+    def _render_by_modes(self, rgb: bool, depth: bool, labels: bool) -> Dict[str, np.ndarray]:
+        """The same images through mujoco.Renderer's modes (when its internals are not as expected):
+        one pass per image, three per camera frame."""
+        r = self.renderer
         out: Dict[str, np.ndarray] = {}
         if rgb:
             out["rgb"] = r.render().copy()
@@ -107,11 +172,6 @@ class SimRenderer:
             r.enable_depth_rendering()
             out["depth"] = r.render().astype(np.float32, copy=True)
             r.disable_depth_rendering()
-            if labels and self._shared_pass:
-                # mujoco.Renderer draws depth with the segmentation flags on: the colour buffer of that
-                # same pass holds the segmentation ids, so read it instead of drawing the scene again
-                out["labels"] = self._lut[self._geom_ids_of_last_pass()]
-                return out
         if labels:
             r.enable_segmentation_rendering()
             seg = r.render()
@@ -122,26 +182,8 @@ class SimRenderer:
 
     @property
     def _shared_pass(self) -> bool:
-        """Whether labels can be read from the depth pass (needs the Renderer internals it relies on)."""
-        return all(hasattr(self.renderer, a) for a in ("_rect", "_mjr_context", "_scene", "_gl_context"))
-
-    def _geom_ids_of_last_pass(self) -> np.ndarray:
-        """(H, W) geom id under each pixel (-1: none) from the colour buffer of the last segmentation-
-        flagged pass, decoded as mujoco.Renderer's segmentation mode does (segid + 1 in RGB)."""
-        r = self.renderer
-        if r._gl_context:
-            r._gl_context.make_current()
-        buf = np.empty((self.height, self.width, 3), dtype=np.uint8)
-        mujoco.mjr_readPixels(buf, None, r._rect, r._mjr_context)
-        if r._gl_context:  # EGL/OSMesa/GLFW images are upside down
-            buf = buf[::-1]
-        segid = buf[..., 0].astype(np.int32) | (buf[..., 1].astype(np.int32) << 8) | (buf[..., 2].astype(np.int32) << 16)
-        scene = r._scene
-        lut = np.full(scene.ngeom + 2, -1, dtype=np.int32)
-        for g in scene.geoms[:scene.ngeom]:
-            if g.segid != -1 and g.objtype == int(mujoco.mjtObj.mjOBJ_GEOM):
-                lut[g.segid + 1] = g.objid
-        return lut[np.minimum(segid, scene.ngeom + 1)]
+        """Whether the two passes can be drawn here (needs the mujoco.Renderer internals they use)."""
+        return all(hasattr(self.renderer, a) for a in ("_rect", "_mjr_context", "_scene", "_gl_context", "_model"))
 
     def render_all(self, data: mujoco.MjData) -> Dict[str, Dict[str, np.ndarray]]:
         """Render every configured camera: ``{camera: {"rgb", "depth", "labels"}}``."""

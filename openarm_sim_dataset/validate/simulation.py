@@ -247,17 +247,35 @@ def _episode_provenance(ctx: Context) -> tuple[list[str], list[str], int]:
         recorded = entry.get(sidecar.MODEL_SHA256_KEY)
         if variation is None or stored is None:
             fail(ep, "variation recorded in " + ("the sidecar" if variation is None else "metadata.yaml") + " only")
-        elif stored != variation.to_dict() or stored_sha != recorded:
-            fail(ep, "the variation or model hash in metadata.yaml differs from the sidecar's")
-        elif draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx)) != variation:
-            fail(ep, f"the variation is not the one seed {prov['seed']} draws for it under randomization {mode!r}")
-        else:
-            try:
-                episode_model(ctx, ep)
-            except DatasetError as e:
-                bad.append(ep)
-                problems.append(str(e))
+            continue
+        what = []  # everything that differs, each naming where
+        if (d := _first_difference(variation.to_dict(), stored)) is not None:
+            what.append(f"variation in metadata.yaml differs from the sidecar's at {d}")
+        if stored_sha != recorded:
+            what.append(f"model_sha256 in metadata.yaml {str(recorded)[:12]} differs from the sidecar's {stored_sha[:12]}")
+        drawn = draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))
+        if (d := _first_difference(variation.to_dict(), drawn.to_dict() if drawn else None)) is not None:
+            what.append(f"variation is not the one seed {prov['seed']} draws under randomization {mode!r} (at {d})")
+        try:
+            episode_model(ctx, ep)
+        except DatasetError as e:
+            what.append(f"model rebuilt from its variation: {e.message}")
+        if what:
+            fail(ep, "; ".join(what))
     return bad, problems, varied
+
+
+def _first_difference(a: object, b: object, where: str = "variation") -> str | None:
+    """Dotted path of the first place two plain values differ, with both values (None if equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            d = _first_difference(a.get(key), b.get(key), f"{where}.{key}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None)
+    return None if a == b else f"{where} ({a!r} vs {b!r})"
 
 
 def check_sim_schema(ctx: Context) -> Outcome:
