@@ -15,9 +15,10 @@ load hits all alike:
   and colour buffers come out of one ``mjr_readPixels`` call, without the modes' per-call overhead;
 * parts of the current path: the RGB pass alone, the depth+labels pass alone.
 
-Depth and labels of every path are compared for bit identity with the three-pass path (RGB with the
-current path's). Reports the median ms per camera frame of each (median over repeats of the mean over
-frames) and the ratio of the three-pass path to the current one.
+Every path's images are compared for bit identity with the three-pass path's. Reports the median
+wall and CPU ms per camera frame of each (median over repeats of the mean over frames; CPU time counts
+every thread of this process, llvmpipe's included, and is the figure to trust on a loaded machine)
+and the ratios of the earlier paths to the current one.
 """
 
 from __future__ import annotations
@@ -115,10 +116,12 @@ def main() -> None:
              "two passes via Renderer modes": lambda d, c: two_passes_via_modes(r, d, c), "current": current,
              "  RGB pass alone": rgb_only, "  depth+labels pass alone": depth_labels_only}
     per_frame = {name: [] for name in paths}
+    cpu_frame = {name: [] for name in paths}
     mismatches = {name: 0 for name in paths}
     n = len(states) * len(cfg.cameras)
     for _ in range(args.repeats):
         spent = {name: 0.0 for name in paths}
+        cpu = {name: 0.0 for name in paths}
         for st in states:
             mujoco.mj_setState(model, data, st, spec)
             mujoco.mj_kinematics(model, data)
@@ -126,24 +129,29 @@ def main() -> None:
             for cam in cfg.cameras:
                 ref = None
                 for name, fn in paths.items():
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     out = fn(data, cam)
                     spent[name] += time.perf_counter() - t
+                    cpu[name] += time.process_time() - c
                     if ref is None:
                         ref = out
                     elif any(k in out and not np.array_equal(out[k], ref[k]) for k in ("rgb", "depth", "labels")):
                         mismatches[name] += 1
         for name in paths:
             per_frame[name].append(spent[name] / n * 1e3)
+            cpu_frame[name].append(cpu[name] / n * 1e3)
     r.close()
     print(f"{n} camera frames ({len(states)} states x {len(cfg.cameras)} cameras) at {w}x{h}, {args.repeats} repeats, "
           f"GL: {r.gl_renderer}; load average {os.getloadavg()[0]:.1f}")
     med = {name: statistics.median(v) for name, v in per_frame.items()}
+    cmed = {name: statistics.median(v) for name, v in cpu_frame.items()}
     for name in paths:
-        print(f"{name:28s} {med[name]:7.1f} ms per camera frame  (min {min(per_frame[name]):.1f})"
+        print(f"{name:30s} {med[name]:7.1f} ms per camera frame (min {min(per_frame[name]):.1f}), "
+              f"CPU {cmed[name]:.1f} ms (all threads of this process)"
               + (f"; depth/labels differ from the three-pass path in {mismatches[name]} frames" if mismatches[name] else ""))
-    print(f"three passes / current: {med['three passes (before)'] / med['current']:.2f}x; "
-          f"two passes via modes / current: {med['two passes via Renderer modes'] / med['current']:.2f}x")
+    for what, m in (("wall", med), ("CPU", cmed)):
+        print(f"{what}: three passes / current {m['three passes (before)'] / m['current']:.2f}x; "
+              f"two passes via modes / current {m['two passes via Renderer modes'] / m['current']:.2f}x")
 
 
 if __name__ == "__main__":
