@@ -43,8 +43,9 @@ class MergeError(DatasetError):
     """The inputs cannot be merged (or the output cannot be created)."""
 
 
-#: simulation keys that must agree unless mixed provenance is allowed
-PROVENANCE_KEYS = ("mujoco_version", "model_sha256")
+#: simulation keys that must agree unless mixed provenance is allowed (``randomization``: a dataset's
+#: block says how all its episodes were drawn; absent means none)
+PROVENANCE_KEYS = ("mujoco_version", "model_sha256", "randomization")
 
 
 def first_difference(a: object, b: object, where: str = "") -> str | None:

@@ -52,6 +52,7 @@ from .scene import (
     ArmIndex,
     SceneConfig,
     arm_index,
+    cube_half_size,
     cube_qpos_adr,
 )
 from .trajectory import MinJerkPath
@@ -190,7 +191,7 @@ def ready_qpos(model: mujoco.MjModel, cfg: Optional[SceneConfig] = None) -> np.n
         return _READY_CACHE[key].copy()
     ik = IKSolver(model, "right", restarts=30)
     cx, cy, th = model.site("cube_area_center").pos
-    z = th + CUBE_SIZE / 2 + GRASP_DEPTH + APPROACH_HEIGHT
+    z = th + CUBE_SIZE / 2 + GRASP_DEPTH + APPROACH_HEIGHT  # nominal cube: the start pose never varies
     seed = np.array([0.5, 0.3, 0.0, 1.5, 0.0, 0.0, 0.0])
     q, ok, err = ik.solve([cx, cy, z], topdown_quat(YAW_OFFSETS[0]), seed, np.random.default_rng(0))
     if not ok:
@@ -222,7 +223,7 @@ def set_initial_state(model: mujoco.MjModel, data: mujoco.MjData, params: Episod
     data.ctrl[left.actuators[7]] = GRIPPER_CLOSED["left"]
     for name, (x, y, yaw) in zip(CUBE_NAMES, params.cube_poses):
         a, _ = cube_qpos_adr(model, name)
-        data.qpos[a:a + 3] = (x, y, th + CUBE_SIZE / 2)
+        data.qpos[a:a + 3] = (x, y, th + cube_half_size(model, name))
         data.qpos[a + 3:a + 7] = topdown_quat(yaw)
     mujoco.mj_forward(model, data)
 
@@ -254,6 +255,7 @@ class PickPlace:
         self.cube_body = model.body(CUBE_NAMES[0]).id
         self.cube_geom = int(np.flatnonzero(model.geom_bodyid == self.cube_body)[0])
         self.cube_qadr, _ = cube_qpos_adr(model, CUBE_NAMES[0])
+        self.cube_half = cube_half_size(model, CUBE_NAMES[0])  # episodes may vary it: read, never assumed
         self._inner = {int(g) for g in self.right.finger_geoms
                        if "inner" in model.body(model.geom_bodyid[g]).name}
         self._outer = {int(g) for g in self.right.finger_geoms} - self._inner
@@ -333,11 +335,11 @@ class PickPlace:
         ex, ey, eyaw = self._estimate(data)
         self.estimates.append((ex, ey, eyaw))
         w = wrap_yaw_90(eyaw)
-        zc = self.table_z + CUBE_SIZE / 2
+        zc = self.table_z + self.cube_half
         p_grasp = np.array([ex, ey, zc + GRASP_DEPTH])
         p_pre = p_grasp + [0, 0, APPROACH_HEIGHT]
         tx, ty = self.tray_xy
-        z_place = self.table_z + 0.004 + 0.008 + CUBE_SIZE / 2 + GRASP_DEPTH
+        z_place = self.table_z + 0.004 + 0.008 + self.cube_half + GRASP_DEPTH
         p_above_tray = np.array([tx, ty, p_pre[2]])
         p_place = np.array([tx, ty, z_place])
         go, gc = GRIPPER_OPEN["right"], GRIPPER_CLOSED["right"]
@@ -444,7 +446,7 @@ class PickPlace:
         p = data.qpos[self.cube_qadr:self.cube_qadr + 3]
         grasp_pt = data.site_xpos[site] - GRASP_DEPTH * data.site_xmat[site].reshape(3, 3)[:, 2]
         near = float(np.linalg.norm(p - grasp_pt)) < 0.06
-        up = p[2] > self.table_z + CUBE_SIZE / 2 + 0.02
+        up = p[2] > self.table_z + self.cube_half + 0.02
         inner, outer = self._finger_contacts(data)
         return bool(near and up and (inner or outer))
 
@@ -486,11 +488,11 @@ class PickPlace:
                 return False
         elif check in ("lift", "carry"):
             held = self.cube_held(data)
-            if check == "lift" and held and data.qpos[self.cube_qadr + 2] > self.table_z + CUBE_SIZE / 2 + 0.05:
+            if check == "lift" and held and data.qpos[self.cube_qadr + 2] > self.table_z + self.cube_half + 0.05:
                 self.lifted = True
             if not held and self.lost_phase is None:
                 self.lost_phase = "never_picked" if (check == "lift" and not self.lifted and
-                                                     self.max_cube_z < self.table_z + CUBE_SIZE / 2 + 0.03) \
+                                                     self.max_cube_z < self.table_z + self.cube_half + 0.03) \
                     else ("dropped_lifting" if check == "lift" else "dropped_carrying")
                 if retry:
                     self._abort_to(self.lost_phase)
