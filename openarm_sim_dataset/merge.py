@@ -44,8 +44,9 @@ class MergeError(DatasetError):
 
 
 #: simulation keys that must agree unless mixed provenance is allowed (``tasks``: the task list episodes
-#: were drawn from, which regeneration needs; absent for the default task alone)
-PROVENANCE_KEYS = ("mujoco_version", "model_sha256", "tasks")
+#: were drawn from, which regeneration needs, absent for the default task alone; ``randomization``: how
+#: all of a dataset's episodes were drawn, absent means none)
+PROVENANCE_KEYS = ("mujoco_version", "model_sha256", "tasks", "randomization")
 
 
 def first_difference(a: object, b: object, where: str = "") -> str | None:

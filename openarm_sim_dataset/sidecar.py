@@ -14,6 +14,11 @@ Files (per episode, under ``episodes/<id>/sim/``, never opened by openarm_datase
     ``cam_pos_<cam>``   (F, 3)      camera position, world, metres
     ``cam_mat_<cam>``   (F, 9)      camera orientation, row-major 3x3 world-from-camera rotation
                                     (MuJoCo convention: camera looks along its -z, +y is image up)
+    ``variation``       (N,) uint8  randomised episodes only: UTF-8 JSON of the episode's scene variation
+                                    (:class:`openarm_sim_dataset.sim.variation.Variation`), as in its
+                                    metadata entry
+    ``model_sha256``    (64,) uint8 randomised episodes only: ASCII hex SHA-256 of the MJB of the
+                                    model the episode ran on (its variation applied)
 ``frames.npz``
     ``depth_<cam>``     (F, H, W) float32  metres along the optical axis
     ``labels_<cam>``    (F, H, W) uint8    see ``LABELS``
@@ -41,6 +46,9 @@ SIDECAR_FILE = "sidecar.npz"
 FRAMES_FILE = "frames.npz"
 LABELS = {0: "background", 1: "floor", 2: "table", 3: "robot", 4: "red_cube", 5: "green_cube", 6: "blue_cube", 7: "tray"}
 OBJECTS = ("red_cube", "green_cube", "blue_cube")
+#: Sidecar arrays (and metadata entry keys) of a randomised episode; absent when nothing was varied.
+VARIATION_KEY = "variation"
+MODEL_SHA256_KEY = "model_sha256"
 
 
 class SidecarError(DatasetError):
@@ -88,6 +96,43 @@ def check_arrays(arrays: dict[str, np.ndarray], shapes: dict[str, tuple], path: 
             elif dim != want:
                 problems.append(f"{key} has shape {a.shape}, expected {shape}")
     return problems
+
+
+def text_array(text: str) -> np.ndarray:
+    """A string stored in an npz without pickle: its UTF-8 bytes as a 1-D uint8 array."""
+    return np.frombuffer(text.encode(), dtype=np.uint8).copy()
+
+
+def episode_variation(arrays: dict[str, np.ndarray], path: str | os.PathLike) -> tuple[dict | None, str | None]:
+    """``(variation dict, model hash)`` recorded in an episode's sidecar arrays; ``(None, None)`` for an
+    episode of the nominal scene. Raises :class:`SidecarError` (naming ``path``) when one is present
+    without the other or either is not what :func:`text_array` writes."""
+    import json
+
+    have = [k for k in (VARIATION_KEY, MODEL_SHA256_KEY) if k in arrays]
+    if not have:
+        return None, None
+    if len(have) == 1:
+        raise SidecarError(path, f"has {have[0]!r} without {({VARIATION_KEY, MODEL_SHA256_KEY} - set(have)).pop()!r}")
+    out = []
+    for key in (VARIATION_KEY, MODEL_SHA256_KEY):
+        a = arrays[key]
+        if a.dtype != np.uint8 or a.ndim != 1:
+            raise SidecarError(path, f"{key} is {a.dtype}{a.shape}, expected 1-D uint8 text")
+        try:
+            out.append(a.tobytes().decode())
+        except UnicodeDecodeError:
+            raise SidecarError(path, f"{key} is not UTF-8 text") from None
+    try:
+        variation = json.loads(out[0])
+    except ValueError as e:
+        raise SidecarError(path, f"{VARIATION_KEY} is not JSON ({e})") from None
+    if not isinstance(variation, dict):
+        raise SidecarError(path, f"{VARIATION_KEY} is not a JSON object")
+    sha = out[1]
+    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        raise SidecarError(path, f"{MODEL_SHA256_KEY} is not a hex SHA-256")
+    return variation, sha
 
 
 def save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], compress: bool = False) -> None:

@@ -164,6 +164,20 @@ def generated(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def randomized(tmp_path_factory) -> Path:
+    """Episodes 0 and 1 of SMALL generated with ``randomize="all"`` (scene variation per episode), once
+    per test run, for the slow tests of randomised datasets (never modify it)."""
+    import dataclasses
+
+    def build(out: Path) -> None:
+        from openarm_sim_dataset.sim.generate import generate
+
+        assert generate(out, range(2), dataclasses.replace(SMALL, randomize="all")).made == 2
+
+    return shared_build(tmp_path_factory, "randomized", build)
+
+
+@pytest.fixture(scope="session")
 def generated_one(tmp_path_factory, generated) -> Path:
     """Episode 0 of :func:`generated` alone, a valid simulated dataset: for tests that plant one fault in
     episode 0 and run every check (the second episode would only double their work). Never modify it."""

@@ -33,6 +33,8 @@ FAULTS = (
     "file_added",
     "frozen_camera",
 )
+#: faults of a randomised dataset's records (``src`` generated with ``randomize="all"``)
+VARIATION_FAULTS = ("variation_changed", "variation_swapped", "variation_removed")
 #: faults planted into a recorded dataset (``src`` is e.g. tests/fixture/dataset_0.4.0)
 RECORDED_FAULTS = ("frozen_camera_recorded",)
 
@@ -118,6 +120,19 @@ def plant(src: Path, dst: Path, fault: str) -> str:
         doc["simulation"]["scene"]["cube_mass"] = doc["simulation"]["scene"]["cube_mass"] * 1.1
         meta_path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return "0"
+    if fault in VARIATION_FAULTS:  # metadata.yaml edited by hand, episode files untouched
+        meta_path = dst / "metadata.yaml"
+        doc = yaml.safe_load(meta_path.read_text())
+        e0, e1 = doc["episodes"][0], doc["episodes"][1]
+        if fault == "variation_changed":  # a heavier cube than the episode ran with
+            e1["variation"]["physics"]["cubes"]["cube_red"]["mass"] *= 1.1
+        elif fault == "variation_swapped":  # consistent with a model, but episode 0's
+            for key in ("variation", "model_sha256"):
+                e0[key], e1[key] = e1[key], e0[key]
+        else:
+            del e1["variation"], e1["model_sha256"]
+        meta_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return "1"
     if fault == "truncated_jpeg":
         frames = sorted((eps / "0/cameras/head").iterdir())
         data = frames[5].read_bytes()

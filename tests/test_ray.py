@@ -69,6 +69,19 @@ def test_three_episodes_on_ray_identical_to_local(cluster, local3, tmp_path):
     assert tree_bytes(shared, skip=()) == tree_bytes(local3, skip=())
 
 
+def test_randomised_episode_on_ray_identical_to_local(cluster, tmp_path):
+    """A task records an episode on its own varied model and hands back its variation and model hash for
+    the metadata entry: the dataset equals a local run's, file for file."""
+    import dataclasses
+
+    cfg = dataclasses.replace(tiny_config(), randomize="all")
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    assert generate(local, range(1), cfg).made == 1
+    assert generate(on_ray, range(1), cfg, ray=RayOptions()).made == 1
+    assert "variation" in Dataset(on_ray).episode("0") and "model_sha256" in Dataset(on_ray).episode("0")
+    assert tree_bytes(on_ray, skip=()) == tree_bytes(local, skip=())
+
+
 def test_killed_driver_resumes_to_the_same_result(cluster, local3, tmp_path):
     out = tmp_path / "killed"
     # one episode in flight: the kill lands while episode 1 is being recorded
@@ -166,6 +179,24 @@ def test_validate_on_ray_rows_equal_local(cluster, generated, generated_one, tmp
     expected = {None: set(), "depth_in_mm": {"sim_geometry"}, "model_changed": {"sim_replay", "sim_render"},
                 "stale_frame": {"sim_render"}, "no_jpeg_quality": {"sim_render"}}[fault]
     assert expected <= failed, failed
+
+
+def test_validate_on_ray_randomised_rows_equal_local(cluster, randomized, tmp_path):
+    """Each episode checked on its own model in its task: episode 1's model cannot be rebuilt as recorded
+    (a heavier cube in its variation), which every per-episode check reports for episode 1 alone, from
+    the marker its task returns; the rows equal a local run's."""
+    from corrupt import plant
+
+    path = tmp_path / "ds"
+    plant(randomized, path, "variation_changed")
+    code, local = _validate_rows(path, "--sim-render-stride", "4")
+    code_ray, on_ray = _validate_rows(path, "--sim-render-stride", "4", "--ray", cluster)
+    assert (code_ray, on_ray) == (code, local) and code == 1
+    rows = {r["check"]: r for r in local["rows"]}
+    for name in ("sim_provenance", "sim_geometry", "sim_reprojection", "sim_wrist_projection", "sim_replay",
+                 "sim_resume", "sim_render"):
+        assert rows[name]["status"] == "fail" and rows[name]["episodes"] == ["1"], (name, rows[name])
+        assert "episode 1" in rows[name]["detail"] and "not the recorded model" in rows[name]["detail"], rows[name]
 
 
 def _descendants(pid: int) -> list[int]:

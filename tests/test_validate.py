@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import OWN_FIXTURES, REF_FIXTURES, run_cli, run_cli_process
-from corrupt import FAULTS, STALE_FRAME, plant
+from corrupt import FAULTS, STALE_FRAME, VARIATION_FAULTS, plant
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS, Thresholds, valid_flags
 from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
@@ -31,6 +31,9 @@ EXPECTED = {
     "jpeg_byte_flip": "sim_render",
     "file_added": "integrity",
     "frozen_camera": "camera_frozen",
+    "variation_changed": "sim_provenance",
+    "variation_swapped": "sim_provenance",
+    "variation_removed": "sim_provenance",
 }
 #: faults that change an episode's files after its manifest was written
 INTEGRITY_FAULTS = {"drop_frame", "depth_in_mm", "frozen_wrist_pose", "action_shift", "nan_qpos",
@@ -61,8 +64,34 @@ def test_clean_dataset_passes_every_check(generated):
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
+    _fault_fails_the_check_that_knows_it(generated, tmp_path, fault)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", FAULTS + VARIATION_FAULTS)
+def test_each_fault_fails_on_a_randomised_dataset(randomized, tmp_path, fault):
+    """The same faults in a dataset whose episodes each ran on their own varied model, and faults of
+    the variation records themselves (the model rebuilt from them must be the one the episode ran on)."""
+    # model_changed (the scene's cube mass) changes the nominal model, but every episode here ran on
+    # its own model with its own cube masses, rebuilt to its recorded hash: replaying it stays exact
+    rows = _fault_fails_the_check_that_knows_it(randomized, tmp_path, fault, replay_fails=False)
+    if fault in VARIATION_FAULTS:
+        both = ["0", "1"] if fault == "variation_swapped" else ["1"]  # swapped: each episode has the other's
+        assert not rows["sim_replay"].passed and rows["sim_replay"].episodes == both
+        detail = rows["sim_provenance"].detail
+        assert rows["sim_provenance"].episodes == both, detail
+        if fault == "variation_changed":
+            assert "variation.physics.cubes.cube_red.mass" in detail and "not the recorded model" in detail
+            assert "differs from the sidecar's" in detail and "not the one seed 10 draws" in detail
+        elif fault == "variation_swapped":
+            assert "model_sha256 in metadata.yaml" in detail and "differs from the sidecar's at variation." in detail
+        else:
+            assert "episode 1: variation recorded in the sidecar only" in detail
+
+
+def _fault_fails_the_check_that_knows_it(src, tmp_path, fault, replay_fails=True):
     copy = tmp_path / "copy"
-    episode = plant(generated, copy, fault)
+    episode = plant(src, copy, fault)
     # sim_render re-renders frames (seconds): only where it is the check that knows the fault, and every
     # 4th frame (the faults sit on frames 8 and 12; the clean test renders every frame)
     names = [n for n, _ in FORM_CHECKS + CAMERA_CHECKS + SIM_CHECKS if n != "sim_render" or EXPECTED[fault] == "sim_render"]
@@ -77,7 +106,7 @@ def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
     if fault == "frozen_wrist_pose":
         assert not rows["sim_wrist_projection"].passed
     if fault == "model_changed":
-        assert "model hash" in row.detail and not rows["sim_replay"].passed
+        assert "model hash" in row.detail and rows["sim_replay"].passed != replay_fails
     assert rows["integrity"].failed == (fault in INTEGRITY_FAULTS), (fault, rows["integrity"].detail)
     if fault in ("stale_frame", "jpeg_byte_flip"):  # the frames still decode: only the pixels and bytes tell
         assert rows["jpeg_frames"].passed and rows["camera_frozen"].passed
@@ -88,6 +117,7 @@ def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
         assert "episodes/1/cameras/notes.txt extra" in row.detail
     if fault == "frozen_camera":
         assert "frames 10..16 byte-identical for 1.20 s" in row.detail and "wrist_right" in row.detail
+    return rows
 
 
 def test_sim_render_on_another_renderer_is_approximate(generated, tmp_path):

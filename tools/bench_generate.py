@@ -1,12 +1,14 @@
 """Benchmark generation: wall time per episode against the floor measured in the same run.
 
-    python tools/bench_generate.py [--episodes 3] [--size 160x120] [--camera-hz 10] [--task NAME]
+    python tools/bench_generate.py [--episodes 3] [--size 160x120] [--camera-hz 10] [--task NAME] [--randomize all]
 
 * ours:  ``generate()`` of N episodes into a fresh folder, one process (control, IK, recording,
          JPEG/npz encoding, atomic commits included), per episode;
 * floor: for each of those episodes, the same number of ``mj_step`` calls (constant control) and the
          same number of renders (RGB + depth + segmentation per camera frame) with no control,
-         recording or I/O, on the same model and renderer;
+         recording or I/O, on the same model (with ``--randomize``: the episode's own varied model,
+         built before the clock starts, so ours pays for building it and the floor does not) and
+         renderer;
 * workers: N*2 episodes generated with --workers 2 vs 1 (throughput ratio; process start-up and
          model building included).
 Targets (issue 3): ours <= 1.2x the floor at 160x120, 10 Hz, 2 cameras; 2 workers >= 1.8x one.
@@ -33,11 +35,17 @@ from openarm_sim_dataset.sim.generate import params_for  # noqa: E402
 from openarm_sim_dataset.sim.tasks import set_initial_state  # noqa: E402
 from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
 from openarm_sim_dataset.sim.render import SimRenderer  # noqa: E402
+from openarm_sim_dataset.sim.models import episode_model  # noqa: E402
 from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
+from openarm_sim_dataset.sim.variation import draw_variation  # noqa: E402
 
 
 def floor_time(model, renderer, cfg: GenerateConfig, index: int, steps: int) -> float:
     """Seconds for ``steps`` mj_step calls and the matching renders, nothing else."""
+    variation = draw_variation(cfg.seed, index, cfg.randomize, cfg.scene)
+    if variation is not None:
+        model = episode_model(cfg.scene, variation).model
+    renderer.use_model(model)
     data = mujoco.MjData(model)
     set_initial_state(model, data, params_for(cfg, index)[0])
     _, cam_every = cfg.record.every(model.opt.timestep)
@@ -59,10 +67,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--no-workers", action="store_true", help="skip the 2-worker throughput measurement")
     ap.add_argument("--task", help="generate this task only (default: the default task)")
+    ap.add_argument("--randomize", default="none", choices=["none", "visual", "physics", "all"])
     args = ap.parse_args()
     w, h = (int(v) for v in args.size.split("x"))
     cfg = GenerateConfig(seed=args.seed, scene=SceneConfig(width=w, height=h), record=RecordConfig(camera_hz=args.camera_hz),
-                         tasks=(args.task,) if args.task else ())
+                         tasks=(args.task,) if args.task else (), randomize=args.randomize)
     with tempfile.TemporaryDirectory() as tmp:
         times: list[float] = []
         last = [time.perf_counter()]
@@ -83,6 +92,7 @@ def main() -> None:
         per_ep = np.array(times[1:] if len(times) > 1 else times)
         fl = np.array(floors[1:] if len(floors) > 1 else floors)
         print(f"task {args.task or 'default'}: {args.episodes} episodes at {args.size}, cameras {cfg.scene.cameras} at {args.camera_hz:g} Hz, "
+              f"randomize {args.randomize}, "
               f"load {os.getloadavg()[0]:.2f}")
         print(f"ours : {np.median(per_ep):.2f} s/episode (median of steady-state episodes)")
         print(f"floor: {np.median(fl):.2f} s/episode (same mj_step calls + renders, no control or I/O)")

@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--state-hz", type=float, default=250.0, help="obs/action rate, divides 500 Hz (default 250)")
     p.add_argument("--sigma", type=float, default=0.0, help="perception error std in metres (default 0)")
     p.add_argument("--retry", action="store_true", help="act on grasp checks and retry a failed grasp once")
+    p.add_argument("--randomize", choices=["none", "visual", "physics", "all"], default="none",
+                   help="scene randomisation per episode: visual (lights, colours, head camera pose), physics "
+                        "(cube size, mass, friction) or all; recorded per episode (default none)")
     p.add_argument("--camera-format", choices=["dir", "tar"], default="dir", help="JPEG folder or tar (default dir)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     r = p.add_argument_group("Ray (pip install 'openarm-sim-dataset[ray]')")
@@ -114,7 +117,8 @@ def config_from_args(args: argparse.Namespace):
                         wrist_left="wrist_left" in args.cameras)
     cfg = GenerateConfig(seed=args.seed, sigma=args.sigma, retry=args.retry, scene=scene,
                          record=RecordConfig(state_hz=args.state_hz, camera_hz=args.camera_hz),
-                         camera_format=args.camera_format, tasks=tasks, task_weights=weights)
+                         camera_format=args.camera_format, tasks=tasks, task_weights=weights,
+                         randomize=args.randomize)
     cfg.record.every(scene.timestep)
     return cfg
 

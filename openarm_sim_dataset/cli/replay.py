@@ -40,14 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        import copy
-
         from .. import layout, sidecar
         from ..dataset import Dataset
         from ..errors import DatasetError
         from ..sim.replay import package_differences, provenance_differences, replay, rerender
         from ..validate.core import Context
-        from ..validate.simulation import built_model
+        from ..validate.simulation import built_model, episode_model
         from ..validate.simulation import renderer as shared_renderer
         from ..validate.simulation import same_renderer
 
@@ -65,13 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         if diffs:
             print(f"dataset-replay: refused: {ds.root / layout.METADATA_FILE}: {'; '.join(diffs)}", file=sys.stderr)
             return EXIT_UNUSABLE
-        model = copy.copy(built.model)  # hash checked above; a private copy, as replay steps on it
         episodes = [ds.episode_id(args.episode)] if args.episode is not None else ds.episode_ids
         differs: dict[str, list[str]] = {}  # what -> episodes
         for ep in episodes:
             side = sidecar.load_npz(layout.sim_dir(ds.root, ep) / sidecar.SIDECAR_FILE)
             if args.from_frame is not None and not 0 <= args.from_frame < len(side["step"]):
                 raise ValueError(f"episode {ep}: --from-frame {args.from_frame} not in 0..{len(side['step']) - 1}")
+            try:  # the episode's own model: the nominal one, or rebuilt from its recorded variation
+                model = episode_model(ctx, ep)
+            except DatasetError as e:
+                print(f"dataset-replay: refused: {e}", file=sys.stderr)
+                return EXIT_UNUSABLE
             r = replay(model, side, from_frame=args.from_frame)
             start = "initial state" if args.from_frame is None else f"frame {args.from_frame}"
             print(f"episode {ep}: from {start}: {r.exact}/{r.frames} frames bit-exact, largest difference "
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 frames = sidecar.load_npz(layout.sim_dir(ds.root, ep) / sidecar.FRAMES_FILE)
                 cams = ds.load_cameras(ep)
                 jpegs = {c: [f.read_bytes() for f in cams[c]] for c in renderer.cameras}
-                rr = rerender(renderer.model, side, frames, jpegs, int(sim["jpeg_quality"]), renderer)
+                rr = rerender(model, side, frames, jpegs, int(sim["jpeg_quality"]), renderer)
                 mode = ("same GL renderer as recorded: JPEG bytes must be identical" if same else
                         f"approximate: GL here {renderer.gl_renderer!r}, recorded {sim.get('gl_renderer')!r}; "
                         f"PSNR floor {args.psnr_floor:g} dB")

@@ -33,6 +33,15 @@ from ..report import Summary, progress
 #: MuJoCo camera axes (x right, y up, looking along -z) to OpenCV axes (x right, y down, z forward).
 MUJOCO_TO_OPENCV = np.diag([1.0, -1.0, -1.0])
 CUBE_HALF_SIZE = 0.02  # m
+
+
+def _cube_half_size(entry: dict, name: str) -> float:
+    """Half edge (m) of cube ``name`` in a (randomised) episode: its recorded variation's, else nominal."""
+    size = entry
+    for key in ("variation", "physics", "cubes", name, "size"):
+        size = size.get(key) if isinstance(size, dict) else None
+    ok = isinstance(size, (int, float)) and not isinstance(size, bool) and 0 < size < 1
+    return float(size) / 2 if ok else CUBE_HALF_SIZE
 TIMELINE = "timestamp"
 
 
@@ -87,7 +96,8 @@ def to_rrd(ds: Dataset, out: str | os.PathLike, quiet: bool = False, episodes: l
                 for c in range(poses.shape[1]):
                     name = f"cube_{('red', 'green', 'blue')[c]}" if poses.shape[1] == 3 else f"object_{c}"
                     colour = LABEL_COLOURS.get(name, "#999999").lstrip("#")
-                    rec.log(f"{base}/world/{name}", rr.Boxes3D(half_sizes=[[CUBE_HALF_SIZE] * 3],
+                    half = _cube_half_size(ds.episode(ep_id), name)
+                    rec.log(f"{base}/world/{name}", rr.Boxes3D(half_sizes=[[half] * 3],
                                                               colors=[tuple(int(colour[i:i + 2], 16) for i in (0, 2, 4))]), static=True)
                     wxyz = poses[:, c, 3:7]
                     rec.send_columns(f"{base}/world/{name}", indexes=[rr.TimeColumn(TIMELINE, timestamp=ts.view("datetime64[ns]"))],

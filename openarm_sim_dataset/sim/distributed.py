@@ -53,30 +53,31 @@ def _read_tree(root: Path) -> dict[str, bytes]:
 
 
 def record_task(cfg, index: int, expected_env: dict, shared_out: str | None):
-    """Body of one Ray task: episode ``index`` of ``cfg``. Returns ``("files", {path: bytes}, result)``,
-    ``("written", tmp_folder, result)`` (``shared_out``), or ``("refused", message)`` (environment
-    differs, or the node cannot render)."""
+    """Body of one Ray task: episode ``index`` of ``cfg``. Returns ``("files", {path: bytes}, result, varied)``,
+    ``("written", tmp_folder, result, varied)`` (``shared_out``), or ``("refused", message)`` (environment
+    differs, or the node cannot render); ``varied`` is the episode's ``(variation, model_sha256)``
+    (both None on the nominal scene) for its metadata entry."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from .generate import params_for
-    from .recorder import record_episode
+    from .generate import record_index
 
     try:
         model, renderer = _worker(cfg)
         checked_worker(expected_env, lambda: environment(cfg.scene, renderer.gl_renderer))
     except (WorkerMismatch, DatasetError) as e:
         return ("refused", str(e) if isinstance(e, WorkerMismatch) else f"worker {node_name()}: {e}")
-    params, _ = params_for(cfg, index)
-    rec = record_episode(model, renderer, params, index, cfg.record, cfg.max_time)
+    # the same seed rule and scene variation (``cfg.randomize``) as a local worker
+    rec = record_index(cfg, index, model, renderer)
+    varied = (rec.variation, rec.model_sha256)
     if shared_out is not None:
         from ..atomic import tmp_name
 
         tmp = tmp_name(layout.episode_dir(Path(shared_out), str(index)))
         tmp.parent.mkdir(parents=True, exist_ok=True)
         write_episode_tree(tmp, rec.data, cfg.camera_format)
-        return ("written", str(tmp), rec.result)
+        return ("written", str(tmp), rec.result, varied)
     with tempfile.TemporaryDirectory(prefix="openarm-ray-episode-") as d:
         write_episode_tree(Path(d), rec.data, cfg.camera_format, with_manifest=False)
-        return ("files", _read_tree(Path(d)), rec.result)
+        return ("files", _read_tree(Path(d)), rec.result, varied)
 
 
 def record_on_ray(out: Path, todo: list[int], cfg, opts: RayOptions, driver_env: dict) -> Iterator[tuple[int, object]]:
@@ -103,9 +104,9 @@ def record_on_ray(out: Path, todo: list[int], cfg, opts: RayOptions, driver_env:
         for index, answer in ordered_results(submit, todo, window(opts)):
             if answer[0] == "refused":
                 raise ClusterError(None, f"episode {index} refused: {answer[1]}; nothing of it was listed")
-            kind, payload, result = answer
+            kind, payload, result, (variation, model_sha256) = answer
             data = EpisodeData(files=payload) if kind == "files" else EpisodeData(tree=Path(payload))
-            yield index, RecordedEpisode(data, result, {}, {})
+            yield index, RecordedEpisode(data, result, {}, {}, variation, model_sha256)
         if shared is not None:
             # every task has answered and the output is locked: a temporary folder left now is the
             # partial write of an attempt whose worker died (Ray ran the task again elsewhere)

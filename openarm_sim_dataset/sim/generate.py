@@ -34,8 +34,9 @@ from .tasks import episode_params_for, get_task
 from .tasks.base import TASK_STREAM
 from .recorder import RecordConfig, RecordedEpisode, record_episode
 from .render import SimRenderer
-from .models import cached_model, load_model
+from .models import cached_model, episode_model, load_model
 from .scene import SceneConfig, asset_hashes
+from .variation import RANGES, VARIATION_RULE, check_mode, draw_variation
 
 #: The lock file older versions left inside the output; removed (under the lock) when a run resumes.
 LEGACY_LOCK_FILE = ".lock"
@@ -61,6 +62,8 @@ class GenerateConfig:
     tasks: tuple[str, ...] = ()
     #: relative weights of ``tasks`` (empty: equal)
     task_weights: tuple[float, ...] = ()
+    #: scene randomisation (:mod:`~openarm_sim_dataset.sim.variation`): none, visual, physics or all
+    randomize: str = "none"
 
 
 TASK_RULE = ("the task of episode i: one uniform draw of numpy.random.default_rng([seed, i, stream]) against the "
@@ -80,7 +83,8 @@ def config_from_simulation(sim: dict, scene: SceneConfig) -> GenerateConfig:
     return GenerateConfig(seed=int(sim["seed"]), sigma=float(sim["sigma_m"]), retry=bool(sim["retry"]), scene=scene,
                           record=RecordConfig(float(sim["state_hz"]), float(sim["camera_hz"]), int(sim["jpeg_quality"])),
                           max_time=float(sim["max_time_s"]), tasks=tuple(tasks.get("names") or ()),
-                          task_weights=tuple(float(w) for w in tasks.get("weights") or ()))
+                          task_weights=tuple(float(w) for w in tasks.get("weights") or ()),
+                          randomize=str(sim.get("randomization", "none")))
 
 
 # ------------------------------------------------------------------ provenance
@@ -118,6 +122,9 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
         "seed_rule": SEED_RULE,
         "sigma_m": float(cfg.sigma),
         "retry": bool(cfg.retry),
+        # written only when randomised: a nominal dataset's block stays as before, key for key
+        **({"randomization": cfg.randomize, "randomization_rule": VARIATION_RULE,
+            "randomization_ranges": {k: list(v) for k, v in RANGES.items()}} if cfg.randomize != "none" else {}),
         "timestep_s": float(model.opt.timestep),
         "state_hz": float(rc.state_hz),
         "camera_hz": float(rc.camera_hz),
@@ -144,7 +151,8 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
 
 #: Keys of the simulation block that a resumed run must match exactly.
 IDENTITY_KEYS = ("simulator", "mujoco_version", "model_sha256", "seed", "sigma_m", "retry", "timestep_s",
-                 "state_hz", "camera_hz", "jpeg_quality", "max_time_s", "scene", "tasks")
+                 "state_hz", "camera_hz", "jpeg_quality", "max_time_s", "scene", "tasks", "randomization",
+                 "randomization_ranges")
 
 
 def dataset_metadata(cfg: GenerateConfig, sim: dict) -> Metadata:
@@ -200,10 +208,19 @@ def _worker_init(cfg: GenerateConfig) -> None:
 
 
 def _run_one(index: int) -> tuple[int, RecordedEpisode]:
-    cfg: GenerateConfig = _WORKER["cfg"]
+    return index, record_index(_WORKER["cfg"], index, _WORKER["model"], _WORKER["renderer"])
+
+
+def record_index(cfg: GenerateConfig, index: int, model, renderer: SimRenderer) -> RecordedEpisode:
+    """Record episode ``index`` of ``cfg``: its task and parameters (:func:`params_for`), its scene
+    variation (if ``cfg.randomize``) from its own stream, on the model built with that variation
+    (``model``, the nominal one, otherwise). What generation and ``--regenerate`` both run."""
     params, _ = params_for(cfg, index)
-    rec = record_episode(_WORKER["model"], _WORKER["renderer"], params, index, cfg.record, cfg.max_time)
-    return index, rec
+    variation = draw_variation(cfg.seed, index, cfg.randomize, cfg.scene)
+    if variation is None:
+        return record_episode(model, renderer, params, index, cfg.record, cfg.max_time)
+    built = episode_model(cfg.scene, variation)
+    return record_episode(built.model, renderer, params, index, cfg.record, cfg.max_time, variation, built.sha256)
 
 
 def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict:
@@ -211,6 +228,7 @@ def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict
     arm-arm contact steps (the default task's entry is the one of before the task library)."""
     r = rec.result
     params, task_index = params_for(cfg, index)
+    varied = {} if rec.variation is None else {"variation": rec.variation, "model_sha256": rec.model_sha256}
     entry = {
         "id": str(index),
         "success": bool(r.success),
@@ -221,6 +239,7 @@ def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict
         "seed_inputs": {"seed": int(cfg.seed), "index": int(index)},
         "initial_cubes": [[round(float(v), 6) for v in pose] for pose in params.cube_poses],
         "steps": int(r.steps),
+        **varied,
     }
     if cfg.tasks:
         entry.update(task=params.task, arms=params.side, arm_contacts=int(r.arm_contacts))
@@ -273,6 +292,7 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions` to record the episodes as Ray tasks
     (:mod:`.distributed`) instead of ``workers`` local processes; the output is the same file for file."""
     out = Path(out)
+    check_mode(cfg.randomize)
     check_rendering()  # a machine that cannot render fails here, before the output exists
     started = False
     if ray is not None:
@@ -325,8 +345,7 @@ def _record_all(todo: list[int], cfg: GenerateConfig, workers: int, model, rende
         return
     if workers <= 1:
         for i in todo:
-            params, _ = params_for(cfg, i)
-            yield i, record_episode(model, renderer, params, i, cfg.record, cfg.max_time)
+            yield i, record_index(cfg, i, model, renderer)
         return
     # spawn: a GL context must never be inherited through fork
     with mp.get_context("spawn").Pool(workers, initializer=_worker_init, initargs=(cfg,)) as pool:

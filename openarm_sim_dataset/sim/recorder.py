@@ -67,6 +67,8 @@ class RecordedEpisode:
     result: EpisodeResult
     sidecar: dict[str, np.ndarray]
     frames: dict[str, np.ndarray]
+    variation: dict | None = None
+    model_sha256: str | None = None
 
 
 def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
@@ -76,8 +78,14 @@ def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
 
 
 def record_episode(model: mujoco.MjModel, renderer: SimRenderer, params: EpisodeParams, index: int,
-                   rec: RecordConfig = RecordConfig(), max_time: float = 12.0) -> RecordedEpisode:
-    """Run the scripted episode ``params`` and record every stream (see module doc)."""
+                   rec: RecordConfig = RecordConfig(), max_time: float = 12.0, variation=None,
+                   model_sha256: str | None = None) -> RecordedEpisode:
+    """Run the scripted episode ``params`` and record every stream (see module doc).
+
+    ``variation``: the :class:`~openarm_sim_dataset.sim.variation.Variation` ``model`` was built with
+    and ``model_sha256`` its hash, recorded in the sidecar (nothing is added for the nominal scene).
+    ``renderer`` is switched to ``model`` (:meth:`SimRenderer.use_model`)."""
+    renderer.use_model(model)
     dt = float(model.opt.timestep)
     dt_ns = int(round(dt * 1e9))
     state_every, cam_every = rec.every(dt)
@@ -153,10 +161,14 @@ def record_episode(model: mujoco.MjModel, renderer: SimRenderer, params: Episode
     for c in cameras:
         side_arrays[f"cam_pos_{c}"] = np.asarray(f_cam[c][0], np.float64)
         side_arrays[f"cam_mat_{c}"] = np.asarray(f_cam[c][1], np.float64)
+    if variation is not None:
+        side_arrays[sidecar.VARIATION_KEY] = sidecar.text_array(variation.key())
+        side_arrays[sidecar.MODEL_SHA256_KEY] = sidecar.text_array(str(model_sha256))
     frame_arrays = {}
     for c in cameras:
         frame_arrays[f"depth_{c}"] = np.asarray(depth[c], np.float32)
         frame_arrays[f"labels_{c}"] = np.asarray(labels[c], np.uint8)
     data.files[f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}"] = sidecar.npz_bytes(side_arrays)
     data.files[f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}"] = sidecar.npz_bytes(frame_arrays, compress=True)
-    return RecordedEpisode(data, result, side_arrays, frame_arrays)
+    return RecordedEpisode(data, result, side_arrays, frame_arrays,
+                           None if variation is None else variation.to_dict(), model_sha256 if variation else None)

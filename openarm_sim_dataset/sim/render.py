@@ -1,6 +1,9 @@
 """Offscreen rendering of the scene cameras (RGB, depth, segmentation labels).
 
-One :class:`mujoco.Renderer` per process, reused for every camera and frame.
+One :class:`mujoco.Renderer` per process, reused for every camera and frame, and for every
+per-episode model of the scene (:meth:`SimRenderer.use_model`: an episode's variation changes colours,
+lights, the head camera and cube sizes, which are read from the model at each frame; the GL context
+holds only meshes, textures and buffers, which no variation changes).
 Sites are hidden (all site groups off) and only geom groups 0-2 are drawn (the
 robot's visual meshes; its collision meshes, group 3, are hidden).
 
@@ -33,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from .scene import SceneConfig, geom_labels  # noqa: E402
 
-__all__ = ["SimRenderer"]
+__all__ = ["SimRenderer", "intrinsics"]
 
 
 class SimRenderer:
@@ -53,7 +56,27 @@ class SimRenderer:
         self._labels = geom_labels(model)
         # label lookup with a slot for "no geom" (-1 -> index ngeom).
         self._lut = np.concatenate([self._labels, np.zeros(1, np.uint8)])
+        self._context_key = _context_key(model)
         self.gl_renderer = self._gl_string()
+
+    def use_model(self, model: mujoco.MjModel) -> None:
+        """Render ``model`` from now on: another episode's model of the same scene (its variation
+        applied). The GL context is kept when everything it was made from (meshes, textures, visual
+        options, labels) is unchanged, and made again otherwise."""
+        if model is self.model:
+            return
+        key = _context_key(model)
+        labels = geom_labels(model)
+        if key == self._context_key and np.array_equal(labels, self._labels) and hasattr(self.renderer, "_model"):
+            self.renderer._model = model  # what update_scene and the depth conversion read
+        else:
+            self.renderer.close()
+            self.renderer = mujoco.Renderer(model, height=self.height, width=self.width)
+            self._context_key = key
+            self._labels = labels
+            self._lut = np.concatenate([labels, np.zeros(1, np.uint8)])
+        self.model = model
+        self._cam_ids = {c: model.camera(c).id for c in self.cameras}
 
     def _gl_string(self) -> str:
         """OpenGL renderer string (e.g. llvmpipe) if cheaply available, else the MUJOCO_GL value."""
@@ -74,9 +97,74 @@ class SimRenderer:
 
     def render(self, data: mujoco.MjData, camera: str, rgb: bool = True, depth: bool = True,
                labels: bool = True) -> Dict[str, np.ndarray]:
-        """Render one camera; returns a dict with the requested ``rgb``/``depth``/``labels`` arrays."""
+        """Render one camera; returns a dict with the requested ``rgb``/``depth``/``labels`` arrays.
+
+        Two scene draws at most: the RGB pass, and one pass with MuJoCo's segmentation flags whose
+        depth and colour buffers come out of one ``mjr_readPixels`` call (depth in metres, the colour
+        holding each pixel's segmentation id). Bit for bit what ``mujoco.Renderer``'s RGB, depth and
+        segmentation modes give (its depth mode draws with the same flags)."""
         r = self.renderer
         r.update_scene(data, camera=self._cam_ids[camera], scene_option=self.option)
+        if not self._shared_pass or r._scene.camera[0].orthographic:
+            return self._render_by_modes(rgb, depth, labels)
+        if r._gl_context:
+            r._gl_context.make_current()
+        rect, scene, context = r._rect, r._scene, r._mjr_context
+        h, w = self.height, self.width
+        out: Dict[str, np.ndarray] = {}
+        if rgb:
+            mujoco.mjr_render(rect, scene, context)
+            buf = np.empty((h, w, 3), dtype=np.uint8)
+            mujoco.mjr_readPixels(buf, None, rect, context)
+            out["rgb"] = self._upright(buf)
+        if depth or labels:
+            flags = scene.flags.copy()
+            scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = True
+            scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = True
+            try:
+                mujoco.mjr_render(rect, scene, context)
+            finally:
+                np.copyto(scene.flags, flags)
+            colour = np.empty((h, w, 3), dtype=np.uint8) if labels else None
+            z = np.empty((h, w), dtype=np.float32) if depth else None
+            mujoco.mjr_readPixels(colour, z, rect, context)
+            if depth:
+                out["depth"] = self._upright(self._metric_depth(z))
+            if labels:
+                out["labels"] = self._lut[self._geom_ids(self._upright(colour))]
+        return out
+
+    def _upright(self, img: np.ndarray) -> np.ndarray:
+        """EGL/OSMesa/GLFW images come bottom row first (a contiguous copy, as mujoco.Renderer returns)."""
+        return np.ascontiguousarray(img[::-1]) if self.renderer._gl_context else img
+
+    def _metric_depth(self, z: np.ndarray) -> np.ndarray:
+        """Depth-buffer values (reversed Z) to metres along the optical axis, float32: mujoco.Renderer's
+        conversion step for step (float32 clip planes, float64 division), so that the result is identical."""
+        model = self.model
+        extent = model.stat.extent
+        zfar = np.float32(model.vis.map.zfar * extent)
+        znear = np.float32(model.vis.map.znear * extent)
+        c_coef = -(zfar + znear) / (zfar - znear)
+        d_coef = -(np.float32(2) * zfar * znear) / (zfar - znear)
+        c_coef = np.float32(-0.5) * c_coef - np.float32(0.5)
+        d_coef = np.float32(-0.5) * d_coef
+        return (d_coef / (z.astype(np.float64) + c_coef)).astype(np.float32)
+
+    def _geom_ids(self, colour: np.ndarray) -> np.ndarray:
+        """(H, W) geom id under each pixel (-1: none) from a segmentation colour buffer (segid + 1 in RGB)."""
+        segid = colour[..., 0].astype(np.int32) | (colour[..., 1].astype(np.int32) << 8) | (colour[..., 2].astype(np.int32) << 16)
+        scene = self.renderer._scene
+        lut = np.full(scene.ngeom + 2, -1, dtype=np.int32)
+        for g in scene.geoms[:scene.ngeom]:
+            if g.segid != -1 and g.objtype == int(mujoco.mjtObj.mjOBJ_GEOM):
+                lut[g.segid + 1] = g.objid
+        return lut[np.minimum(segid, scene.ngeom + 1)]
+
+    def _render_by_modes(self, rgb: bool, depth: bool, labels: bool) -> Dict[str, np.ndarray]:
+        """The same images through mujoco.Renderer's modes (when its internals are not as expected):
+        one pass per image, three per camera frame."""
+        r = self.renderer
         out: Dict[str, np.ndarray] = {}
         if rgb:
             out["rgb"] = r.render().copy()
@@ -84,11 +172,6 @@ class SimRenderer:
             r.enable_depth_rendering()
             out["depth"] = r.render().astype(np.float32, copy=True)
             r.disable_depth_rendering()
-            if labels and self._shared_pass:
-                # mujoco.Renderer draws depth with the segmentation flags on: the colour buffer of that
-                # same pass holds the segmentation ids, so read it instead of drawing the scene again
-                out["labels"] = self._lut[self._geom_ids_of_last_pass()]
-                return out
         if labels:
             r.enable_segmentation_rendering()
             seg = r.render()
@@ -99,26 +182,8 @@ class SimRenderer:
 
     @property
     def _shared_pass(self) -> bool:
-        """Whether labels can be read from the depth pass (needs the Renderer internals it relies on)."""
-        return all(hasattr(self.renderer, a) for a in ("_rect", "_mjr_context", "_scene", "_gl_context"))
-
-    def _geom_ids_of_last_pass(self) -> np.ndarray:
-        """(H, W) geom id under each pixel (-1: none) from the colour buffer of the last segmentation-
-        flagged pass, decoded as mujoco.Renderer's segmentation mode does (segid + 1 in RGB)."""
-        r = self.renderer
-        if r._gl_context:
-            r._gl_context.make_current()
-        buf = np.empty((self.height, self.width, 3), dtype=np.uint8)
-        mujoco.mjr_readPixels(buf, None, r._rect, r._mjr_context)
-        if r._gl_context:  # EGL/OSMesa/GLFW images are upside down
-            buf = buf[::-1]
-        segid = buf[..., 0].astype(np.int32) | (buf[..., 1].astype(np.int32) << 8) | (buf[..., 2].astype(np.int32) << 16)
-        scene = r._scene
-        lut = np.full(scene.ngeom + 2, -1, dtype=np.int32)
-        for g in scene.geoms[:scene.ngeom]:
-            if g.segid != -1 and g.objtype == int(mujoco.mjtObj.mjOBJ_GEOM):
-                lut[g.segid + 1] = g.objid
-        return lut[np.minimum(segid, scene.ngeom + 1)]
+        """Whether the two passes can be drawn here (needs the mujoco.Renderer internals they use)."""
+        return all(hasattr(self.renderer, a) for a in ("_rect", "_mjr_context", "_scene", "_gl_context", "_model"))
 
     def render_all(self, data: mujoco.MjData) -> Dict[str, Dict[str, np.ndarray]]:
         """Render every configured camera: ``{camera: {"rgb", "depth", "labels"}}``."""
@@ -126,9 +191,7 @@ class SimRenderer:
 
     def intrinsics(self, camera: str) -> np.ndarray:
         """3x3 pinhole matrix (pixels) of ``camera`` at this renderer's resolution (see module doc)."""
-        fovy = np.deg2rad(float(self.model.cam_fovy[self._cam_ids[camera]]))
-        f = 0.5 * self.height / np.tan(0.5 * fovy)
-        return np.array([[f, 0.0, (self.width - 1) / 2.0], [0.0, f, (self.height - 1) / 2.0], [0.0, 0.0, 1.0]])
+        return intrinsics(self.model, camera, self.width, self.height)
 
     def cam_pos(self, data: mujoco.MjData, camera: str) -> np.ndarray:
         """World position (3,) of ``camera`` (m)."""
@@ -141,3 +204,31 @@ class SimRenderer:
     def close(self) -> None:
         """Free the GL context."""
         self.renderer.close()
+
+
+def intrinsics(model: mujoco.MjModel, camera: str, width: int, height: int) -> np.ndarray:
+    """3x3 pinhole matrix (pixels) of ``model``'s ``camera`` in a ``width`` x ``height`` image (module doc)."""
+    fovy = np.deg2rad(float(model.cam_fovy[model.camera(camera).id]))
+    f = 0.5 * height / np.tan(0.5 * fovy)
+    return np.array([[f, 0.0, (width - 1) / 2.0], [0.0, f, (height - 1) / 2.0], [0.0, 0.0, 1.0]])
+
+
+def _context_key(model: mujoco.MjModel) -> str:
+    """Digest of what a GL context (``mjr_makeContext``) and the depth conversion take from a model:
+    meshes, textures, height fields, skins, the visual options and the extent. Two models with one key
+    render alike on one context."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in ("mesh_vert", "mesh_normal", "mesh_texcoord", "mesh_face", "mesh_facenormal", "mesh_facetexcoord",
+                 "mesh_vertadr", "mesh_faceadr", "tex_data", "tex_adr", "tex_height", "tex_width", "tex_nchannel",
+                 "tex_type", "hfield_data", "hfield_size", "skin_vert", "skin_face", "geom_type", "geom_dataid",
+                 "mat_texid"):
+        a = getattr(model, name, None)
+        if a is not None:
+            h.update(name.encode() + np.ascontiguousarray(a).tobytes())
+    vis = model.vis
+    for group in (vis.global_, vis.quality, vis.map, vis.scale):
+        h.update(repr(group).encode())
+    h.update(np.float64(model.stat.extent).tobytes())
+    return h.hexdigest()

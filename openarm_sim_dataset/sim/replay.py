@@ -165,6 +165,7 @@ def rerender(model: mujoco.MjModel, side: dict[str, np.ndarray], frames: dict[st
     from .recorder import encode_jpeg
 
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    renderer.use_model(model)  # the episode's own model (its variation) is the one rendered
     data = mujoco.MjData(model)
     n = depth_ok = labels_ok = jpeg_ok = 0
     min_psnr = float("inf")

@@ -39,6 +39,13 @@ __all__ = [
     "LABELS",
     "CUBE_NAMES",
     "CUBE_SIZE",
+    "CUBE_RGBA",
+    "LIGHTS",
+    "HEAD_CAMERA_POS",
+    "TABLE_RGBA",
+    "head_target",
+    "look_at_quat",
+    "cube_half_size",
     "REACH_NOTE",
     "SceneConfig",
     "build_spec",
@@ -64,6 +71,21 @@ SIDES: Tuple[str, str] = ("right", "left")
 CUBE_SIZE = 0.04
 #: Cube colours in label order; the red cube is the pick target.
 CUBE_NAMES: Tuple[str, str, str] = ("cube_red", "cube_green", "cube_blue")
+#: Nominal RGBA of each cube (:mod:`~openarm_sim_dataset.sim.variation` keeps each hue near its own).
+CUBE_RGBA: Dict[str, Tuple[float, float, float, float]] = {
+    "cube_red": (0.85, 0.1, 0.1, 1.0), "cube_green": (0.1, 0.7, 0.2, 1.0), "cube_blue": (0.1, 0.25, 0.85, 1.0)}
+#: Nominal scene lights (no shadows: cheap headless rendering): position (world, m), direction,
+#: diffuse and specular colour.
+LIGHTS: Dict[str, Dict[str, Tuple[float, float, float]]] = {
+    "key": {"pos": (0.6, -0.6, 2.0), "dir": (-0.25, 0.25, -1.0), "diffuse": (0.45, 0.45, 0.45),
+            "specular": (0.1, 0.1, 0.1)},
+    "fill": {"pos": (-0.5, 0.5, 2.0), "dir": (0.3, -0.3, -1.0), "diffuse": (0.3, 0.3, 0.3),
+             "specular": (0.0, 0.0, 0.0)},
+}
+#: Nominal head camera: position (world, m); it looks at :func:`head_target` (0.02 m above the table).
+HEAD_CAMERA_POS: Tuple[float, float, float] = (0.80, -0.12, 0.95)
+#: Nominal table top colour (RGBA).
+TABLE_RGBA: Tuple[float, float, float, float] = (0.78, 0.68, 0.52, 1.0)
 
 #: Segmentation label table: label value -> name.
 LABELS: Dict[int, str] = {
@@ -161,7 +183,7 @@ def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
     return q
 
 
-def _look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+def look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
     """Quaternion (wxyz) of a MuJoCo camera at ``pos`` looking at ``target``.
 
     MuJoCo cameras look along their local -z with +y up.
@@ -176,7 +198,32 @@ def _look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
     return _mat_to_quat(np.stack([xc, yc, zc], axis=1))
 
 
-def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
+def head_target(cfg: SceneConfig) -> Tuple[float, float, float]:
+    """World point (m) the nominal head camera looks at: above the table, in front of the robot."""
+    return (0.14, -0.12, cfg.table_height + 0.02)
+
+
+#: xml path -> (asset hashes, {side: (pos, quat, fovy)}): the OpenArm wrist camera poses, resolved by a
+#: compilation of the OpenArm model alone (its MJCF gives them as euler angles); once per process.
+_WRIST_CAMERAS: Dict[str, tuple] = {}
+
+
+def _wrist_cameras(child: mujoco.MjSpec, xml: Path) -> Dict[str, tuple]:
+    assets = tuple(sorted(asset_hashes().items()))
+    hit = _WRIST_CAMERAS.get(str(xml))
+    if hit is not None and hit[0] == assets:
+        return hit[1]
+    child_model = child.compile()
+    poses = {}
+    for cam in child.cameras:
+        cid = child_model.camera(cam.name).id
+        poses[cam.name] = (child_model.cam_pos[cid].tolist(), child_model.cam_quat[cid].tolist(),
+                           float(child_model.cam_fovy[cid]))
+    _WRIST_CAMERAS[str(xml)] = (assets, poses)
+    return poses
+
+
+def build_spec(cfg: SceneConfig = SceneConfig(), variation=None) -> mujoco.MjSpec:
     """Build the (uncompiled) scene spec.
 
     Contents: floor, table, three 40 mm free cubes (red/green/blue), a tray,
@@ -184,6 +231,9 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
     actuators, arm bodies with ``gravcomp=1``) and wrist cameras ``wrist_right``
     (and ``wrist_left`` if ``cfg.wrist_left``).  Sites are in group 5, which the
     renderer does not draw.
+
+    ``variation``: an episode's :class:`~openarm_sim_dataset.sim.variation.Variation` (lights,
+    colours, head camera pose, cube size/mass/friction), applied to the spec last; None: nominal.
     """
     spec = mujoco.MjSpec()
     spec.modelname = "openarm_sim_pick_place"
@@ -222,11 +272,8 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
     wb = spec.worldbody
     wb.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.05], material="floor_mat")
 
-    # Lights (no shadows: cheap headless rendering).
-    wb.add_light(name="key", pos=[0.6, -0.6, 2.0], dir=[-0.25, 0.25, -1.0], castshadow=False,
-                 diffuse=[0.45, 0.45, 0.45], specular=[0.1, 0.1, 0.1])
-    wb.add_light(name="fill", pos=[-0.5, 0.5, 2.0], dir=[0.3, -0.3, -1.0], castshadow=False,
-                 diffuse=[0.3, 0.3, 0.3], specular=[0.0, 0.0, 0.0])
+    for name, light in LIGHTS.items():
+        wb.add_light(name=name, castshadow=False, **{k: list(v) for k, v in light.items()})
 
     # Table: a box whose top is at table_height.
     th = cfg.table_height
@@ -234,7 +281,7 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
     thx, thy = cfg.table_half_xy
     table = wb.add_body(name="table", pos=[tx, ty, th / 2])
     table.add_geom(name="table_top", type=mujoco.mjtGeom.mjGEOM_BOX, size=[thx, thy, th / 2],
-                   rgba=[0.78, 0.68, 0.52, 1.0], friction=[1.0, 0.01, 0.001])
+                   rgba=list(TABLE_RGBA), friction=[1.0, 0.01, 0.001])
 
     # Tray: floor plate + 4 low walls, fixed to the table.
     cx, cy = cfg.tray_center_xy
@@ -258,13 +305,12 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
                 size=[cfg.cube_area_half, cfg.cube_area_half, 0.001], group=5)
 
     # Cubes: free bodies; their initial pose comes from qpos (set per episode).
-    colours = {"cube_red": [0.85, 0.1, 0.1, 1], "cube_green": [0.1, 0.7, 0.2, 1], "cube_blue": [0.1, 0.25, 0.85, 1]}
     h = CUBE_SIZE / 2
     ax, ay = cfg.cube_area_center
     for k, name in enumerate(CUBE_NAMES):
         b = wb.add_body(name=name, pos=[ax, ay - 0.3 + 0.1 * k, th + h])
         b.add_freejoint(name=name + "_joint")
-        b.add_geom(name=name + "_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=[h, h, h], rgba=colours[name],
+        b.add_geom(name=name + "_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=[h, h, h], rgba=list(CUBE_RGBA[name]),
                    mass=cfg.cube_mass, friction=[cfg.cube_friction, 0.01, 0.001], condim=4, priority=2,
                    solref=[0.005, 1.0])
         b.add_site(name=name + "_site", size=[0.005, 0.005, 0.005], group=5)
@@ -274,12 +320,12 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
                 pos=[-0.12, 0.0, cfg.arm_height / 2], rgba=[0.25, 0.25, 0.27, 1.0], contype=0, conaffinity=0)
 
     # Head camera: fixed, above and behind/left of the table, looking at the workspace.
-    head_pos = [0.80, -0.12, 0.95]
-    head_target = [0.14, -0.12, th + 0.02]
-    wb.add_camera(name="head", pos=head_pos, quat=_look_at_quat(head_pos, head_target), fovy=cfg.head_fovy)
+    wb.add_camera(name="head", pos=list(HEAD_CAMERA_POS), quat=look_at_quat(HEAD_CAMERA_POS, head_target(cfg)),
+                  fovy=cfg.head_fovy)
 
     # Robot: match options before attaching so that no attach conflict is reported.
-    child = mujoco.MjSpec.from_file(str(_openarm_xml()))
+    xml = _openarm_xml()
+    child = mujoco.MjSpec.from_file(str(xml))
     child.option.cone = spec.option.cone
     child.option.impratio = spec.option.impratio
     child.option.timestep = spec.option.timestep
@@ -293,27 +339,32 @@ def build_spec(cfg: SceneConfig = SceneConfig()) -> mujoco.MjSpec:
     for site in child.sites:
         site.group = 5
     # Wrist cameras: keep the OpenArm camera placement, under our names.
-    # (Read the compiled pose: the MJCF gives it as euler angles, resolved at compile time.)
-    child_model = child.compile()
+    poses = _wrist_cameras(child, xml)
     for cam in list(child.cameras):
         side = "right" if "right" in cam.name else "left"
         if side == "left" and not cfg.wrist_left:
             continue
-        cid = child_model.camera(cam.name).id
-        cam.parent.add_camera(name=f"wrist_{side}", pos=child_model.cam_pos[cid].tolist(),
-                              quat=child_model.cam_quat[cid].tolist(), fovy=float(child_model.cam_fovy[cid]))
+        pos, quat, fovy = poses[cam.name]
+        cam.parent.add_camera(name=f"wrist_{side}", pos=pos, quat=quat, fovy=fovy)
     frame = wb.add_frame(pos=[0.0, 0.0, cfg.arm_height])
     spec.attach(child, frame=frame, prefix=ROBOT_PREFIX)
     # After attach the cameras added to the child carry the prefix: rename them.
     for cam in spec.cameras:
         if cam.name.startswith(ROBOT_PREFIX + "wrist_"):
             cam.name = cam.name[len(ROBOT_PREFIX):]
+    if variation is not None:
+        variation.apply(spec)
     return spec
 
 
-def build_model(cfg: SceneConfig = SceneConfig()) -> mujoco.MjModel:
-    """Compile :func:`build_spec` into an :class:`mujoco.MjModel`."""
-    return build_spec(cfg).compile()
+def build_model(cfg: SceneConfig = SceneConfig(), variation=None) -> mujoco.MjModel:
+    """Compile :func:`build_spec` (with an episode's ``variation``, if any) into an :class:`mujoco.MjModel`."""
+    return build_spec(cfg, variation).compile()
+
+
+def cube_half_size(model: mujoco.MjModel, name: str = CUBE_NAMES[0]) -> float:
+    """Half edge (m) of cube body ``name`` in ``model`` (episodes may vary it: never assume 0.02)."""
+    return float(model.geom_size[model.body(name).geomadr[0]][0])
 
 
 def model_bytes(model: mujoco.MjModel) -> bytes:

@@ -1,8 +1,14 @@
 """Checks of meaning for simulated datasets (run when metadata has a ``simulation:`` block).
 
-Geometry checks use the stored depth, intrinsics K (from metadata) and per-frame camera poses,
-so a depth written in millimetres or a camera pose that stopped updating fails them even though
-every array has the right shape and dtype.
+Geometry checks use the stored depth, intrinsics K and per-frame camera poses, so a depth written in
+millimetres or a camera pose that stopped updating fails them even though every array has the right
+shape and dtype.
+
+Every check that simulates, renders or measures runs on the model the episode ran on: the nominal
+scene's, or for a randomised episode the scene rebuilt with its recorded variation
+(:func:`episode_model`; its hash must be the episode's recorded ``model_sha256``). K is the dataset's
+(the nominal model's) for a nominal episode and the episode model's for a randomised one; camera poses
+come from the sidecar.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ import os
 import numpy as np
 
 from .. import layout, sidecar
+from ..errors import DatasetError
 from ..gl import import_mujoco
 from .core import CheckFn, Context, EpisodeCheck, Outcome
 
 
 #: Half the space diagonal of a 40 mm cube (m): no cube surface is nearer than centre depth minus this.
+#: (A randomised episode's cube: its own model's size, see :func:`_wrist_episode`.)
 CUBE_HALF_DIAGONAL = 0.02 * 3**0.5
 
 # ----------------------------------------------------------------------------- model access
@@ -56,6 +64,69 @@ def model(ctx: Context):
 #: One SimRenderer per process (a GL context costs 0.2-0.9 s): ``{"entry": (key, renderer)}``, the key
 #: being the stored scene configuration and model hash; a dataset with another scene replaces it.
 _RENDERER: dict = {}
+
+
+def episode_variation(ctx: Context, ep: str):
+    """The :class:`~openarm_sim_dataset.sim.variation.Variation` recorded in episode ``ep``'s metadata
+    entry, or None (nominal scene). A malformed one raises :class:`DatasetError` naming the file."""
+    from ..sim.variation import Variation
+
+    entry = ctx.ds.episode(ep)
+    if sidecar.VARIATION_KEY not in entry:
+        return None
+    try:
+        return Variation.from_dict(entry[sidecar.VARIATION_KEY])
+    except ValueError as e:
+        raise DatasetError(ctx.ds.root / layout.METADATA_FILE, f"episode {ep}: {e}") from None
+
+
+def episode_model(ctx: Context, ep: str):
+    """The model episode ``ep`` ran on (a private copy): :func:`model` for a nominal episode, else the
+    scene rebuilt with its recorded variation, refused (:class:`ModelMismatchError`, a DatasetError)
+    unless it hashes to the episode's recorded ``model_sha256``."""
+    variation = episode_variation(ctx, ep)
+    if variation is None:
+        return model(ctx)
+    from ..sim.models import load_model
+
+    where = f"{ctx.ds.root / layout.METADATA_FILE}: episode {ep}"
+    recorded = ctx.ds.episode(ep).get(sidecar.MODEL_SHA256_KEY)
+    if not isinstance(recorded, str):
+        raise DatasetError(where, "has a variation but no model_sha256")
+    return load_model(scene_config(ctx), recorded, where, variation=variation)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelProblem:
+    """What an episode function returns instead of its figures when the episode's model cannot be
+    rebuilt as recorded (``text`` names the file and the episode): the reduce makes the episode fail
+    with it. Small and picklable, as every partial of an :class:`EpisodeCheck` (Ray tasks return it)."""
+
+    text: str
+
+
+def _episode_model_or_problem(ctx: Context, ep: str):
+    """:func:`episode_model` of ``ep``, or a :class:`ModelProblem` saying why it cannot be rebuilt."""
+    try:
+        return episode_model(ctx, ep)
+    except DatasetError as e:
+        return ModelProblem(str(e))
+
+
+def _model_problems(parts: dict) -> tuple[dict, list[str], list[str]]:
+    """``(parts without ModelProblem markers, their episodes, their texts)``, in episode order."""
+    problems = {ep: p.text for ep, p in parts.items() if isinstance(p, ModelProblem)}
+    return {ep: p for ep, p in parts.items() if ep not in problems}, list(problems), list(problems.values())
+
+
+def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
+    """K of ``cam`` for episode ``ep``: the dataset's for a nominal episode, the episode model's otherwise."""
+    if sidecar.VARIATION_KEY not in ctx.ds.episode(ep):
+        return _K(ctx, cam)
+    from ..sim.render import intrinsics
+
+    scene = _sim(ctx)["scene"]
+    return intrinsics(m, cam, int(scene["width"]), int(scene["height"]))
 
 
 def renderer(ctx: Context):
@@ -136,7 +207,9 @@ def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
 check_sim_episodes = EpisodeCheck(_sidecar_problem, _episodes_reduce)
 
 
-def check_sim_provenance(ctx: Context) -> Outcome:
+def _provenance_prepare(ctx: Context) -> tuple[bool, str]:
+    """``(passed, detail)`` of the dataset's model: the nominal model rebuilt from the stored scene
+    against the recorded versions, assets and hash (once, whatever the episodes)."""
     mujoco = import_mujoco()
 
     from ..sim.replay import provenance_differences
@@ -145,9 +218,84 @@ def check_sim_provenance(ctx: Context) -> Outcome:
         built = built_model(ctx)
         diffs = provenance_differences(_sim(ctx), built.model, built.sha256)
     except (ValueError, TypeError) as e:
-        return Outcome(False, f"model cannot be rebuilt from the stored scene: {e}", list(ctx.episodes))
-    detail = "; ".join(diffs) if diffs else f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded"
-    return Outcome(not diffs, detail, list(ctx.episodes) if diffs else [])
+        return False, f"model cannot be rebuilt from the stored scene: {e}"
+    if diffs:
+        return False, "; ".join(diffs)
+    return True, f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded"
+
+
+def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[bool, str | None] | None:
+    """``(randomised, what differs or None)`` of episode ``ep``: the variation and model hash in its
+    metadata entry and in its sidecar agree, the variation is the one its seed draws under the dataset's
+    ``randomization`` mode, and the model rebuilt from it hashes as recorded. None when the dataset's
+    model already fails (the row says so)."""
+    from ..sim.variation import draw_variation
+
+    if not prep[0]:
+        return None
+    entry = ctx.ds.episode(ep)
+    side = ctx.sidecar(ep)
+    # a merge with --allow-mixed-provenance keeps each input's scalar simulation keys in the entry
+    prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else _sim(ctx)
+    mode = prov.get("randomization", "none")
+    try:
+        stored, stored_sha = sidecar.episode_variation(side, ctx.sim_dir(ep) / sidecar.SIDECAR_FILE) \
+            if isinstance(side, dict) else (None, None)
+        variation = episode_variation(ctx, ep)
+    except DatasetError as e:  # names its file and the episode
+        return False, str(e)
+    if variation is None and stored is None:
+        return False, (f"episode {ep}: no variation recorded in a dataset randomised with {mode!r}" if mode != "none" else None)
+    recorded = entry.get(sidecar.MODEL_SHA256_KEY)
+    if variation is None or stored is None:
+        return True, f"episode {ep}: variation recorded in " + ("the sidecar" if variation is None else "metadata.yaml") + " only"
+    what = []  # everything that differs, each naming where
+    if (d := _first_difference(variation.to_dict(), stored)) is not None:
+        what.append(f"variation in metadata.yaml differs from the sidecar's at {d}")
+    if stored_sha != recorded:
+        what.append(f"model_sha256 in metadata.yaml {str(recorded)[:12]} differs from the sidecar's {stored_sha[:12]}")
+    drawn = draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))
+    if (d := _first_difference(variation.to_dict(), drawn.to_dict() if drawn else None)) is not None:
+        what.append(f"variation is not the one seed {prov['seed']} draws under randomization {mode!r} (at {d})")
+    try:
+        episode_model(ctx, ep)
+    except DatasetError as e:
+        what.append(f"model rebuilt from its variation: {e.message}")
+    return True, (f"episode {ep}: " + "; ".join(what) if what else None)
+
+
+def _provenance_reduce(ctx: Context, prep: tuple[bool, str], parts: dict) -> Outcome:
+    ok, detail = prep
+    if not ok:
+        return Outcome(False, detail, list(ctx.episodes))
+    bad, problems, varied = [], [], 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        varied += part[0]
+        if part[1] is not None:
+            bad.append(ep)
+            problems.append(part[1])
+    if varied or problems:
+        detail += (f"; {varied - len(bad)}/{varied} randomised episode models rebuilt from their variation as recorded"
+                   + (f"; {len(bad)} episode(s) differ, first: {problems[0]}" if problems else ""))
+    return Outcome(not bad, detail, bad)
+
+
+check_sim_provenance = EpisodeCheck(_provenance_episode, _provenance_reduce, _provenance_prepare)
+
+
+def _first_difference(a: object, b: object, where: str = "variation") -> str | None:
+    """Dotted path of the first place two plain values differ, with both values (None if equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            d = _first_difference(a.get(key), b.get(key), f"{where}.{key}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None)
+    return None if a == b else f"{where} ({a!r} vs {b!r})"
 
 
 def _schema_prepare(ctx: Context) -> tuple:
@@ -243,25 +391,32 @@ def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
 check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce)
 
 
-def _plane_heights(ctx: Context) -> dict[int, float]:
-    """World z (m) of the floor plane (label 1) and the table top (label 2)."""
+def _plane_heights(m) -> dict[int, float]:
+    """World z (m) of the floor plane (label 1) and the table top (label 2) in model ``m``."""
     mujoco = import_mujoco()
 
-    m = model(ctx)
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)
     top = m.geom("table_top").id
     return {1: float(d.geom_xpos[m.geom("floor").id][2]), 2: float(d.geom_xpos[top][2] + m.geom_size[top][2])}
 
 
-def _geometry_episode(ctx: Context, ep: str, planes: dict[int, float]) -> list[float] | None:
-    """Median plane error (m) of each camera of episode ``ep`` with floor/table pixels."""
-    side, fr = ctx.sidecar(ep), ctx.frames(ep)
-    if not isinstance(side, dict) or not isinstance(fr, dict):
+def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelProblem | None:
+    """Median plane error (m) of each camera of episode ``ep`` with floor/table pixels, measured against
+    the planes and K of the episode's own model."""
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
         return None
+    m = _episode_model_or_problem(ctx, ep)
+    if isinstance(m, ModelProblem):
+        return m
+    fr = ctx.frames(ep)
+    if not isinstance(fr, dict):
+        return None
+    planes = _plane_heights(m)
     medians = []
     for cam in _cameras(ctx):
-        K = _K(ctx, cam)
+        K = _episode_K(ctx, ep, cam, m)
         depth, labels = fr.get(f"depth_{cam}"), fr.get(f"labels_{cam}")
         pos, mat = side.get(f"cam_pos_{cam}"), side.get(f"cam_mat_{cam}")
         if depth is None or labels is None or pos is None or mat is None:
@@ -282,8 +437,9 @@ def _geometry_episode(ctx: Context, ep: str, planes: dict[int, float]) -> list[f
     return medians
 
 
-def _geometry_reduce(ctx: Context, planes, parts: dict) -> Outcome:
-    bad, figures = [], []
+def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    parts, bad, problems = _model_problems(parts)
+    figures = []
     for ep, medians in parts.items():
         for med in medians or []:
             figures.append(med)
@@ -291,10 +447,10 @@ def _geometry_reduce(ctx: Context, planes, parts: dict) -> Outcome:
                 bad.append(ep)
     detail = (f"{len(figures)} episode-cameras, median floor/table plane error: mean {np.mean(figures) * 1e6:.1f} um, "
               f"max {np.max(figures) * 1e6:.1f} um (limit {ctx.t.plane_error * 1e3:g} mm)") if figures else "no floor/table pixels"
-    return Outcome(not bad and bool(figures), detail, bad)
+    return Outcome(not bad and bool(figures), detail + (f"; {problems[0]}" if problems else ""), bad)
 
 
-check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce, _plane_heights)
+check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce)
 
 
 def _fixed_camera(ctx: Context) -> str | None:
@@ -302,14 +458,21 @@ def _fixed_camera(ctx: Context) -> str | None:
     return "head" if "head" in cams else next((c for c in cams if not c.startswith("wrist")), None)
 
 
-def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | None:
-    """Pixel distances between projected cube centres and their mask centroids in ``cam``."""
+def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | ModelProblem | None:
+    """Pixel distances between projected cube centres and their mask centroids in ``cam`` (K of the
+    episode's own model)."""
     if cam is None:
         return None
-    side, fr = ctx.sidecar(ep), ctx.frames(ep)
-    if not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
         return None
-    K = _K(ctx, cam)
+    m = _episode_model_or_problem(ctx, ep)
+    if isinstance(m, ModelProblem):
+        return m
+    fr = ctx.frames(ep)
+    if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+        return None
+    K = _episode_K(ctx, ep, cam, m)
     labels = fr[f"labels_{cam}"]
     h, w = labels.shape[1:]
     pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
@@ -331,12 +494,15 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float]
 def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     if cam is None:
         return Outcome(True, "no fixed camera", skipped=True, applicable=False)
-    bad, errors = [], []
+    parts, bad, problems = _model_problems(parts)
+    errors = []
     for ep, ep_err in parts.items():
         ep_err = ep_err or []
         errors += ep_err
         if ep_err and max(ep_err) > ctx.t.reprojection_px:
             bad.append(ep)
+    if problems:
+        return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if not errors:
         # nothing measurable (images too small for >= 20-pixel masks, or every cube occluded): no verdict
         return Outcome(True, "no unoccluded cube mask of >= 20 pixels clear of the border to measure", skipped=True)
@@ -352,14 +518,24 @@ def _wrist_camera(ctx: Context) -> str | None:
     return ("wrist_right" if "wrist_right" in cams else cams[0]) if cams else None
 
 
-def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | None:
-    """(frames with the red cube centre in view of ``cam``, of them on its own label)."""
+def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | ModelProblem | None:
+    """(frames with the red cube centre in view of ``cam``, of them on its own label), with K and the
+    cube size of the episode's own model."""
     if cam is None:
         return None
-    side, fr = ctx.sidecar(ep), ctx.frames(ep)
-    if not isinstance(side, dict) or not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
         return None
-    K = _K(ctx, cam)
+    m = _episode_model_or_problem(ctx, ep)
+    if isinstance(m, ModelProblem):
+        return m
+    fr = ctx.frames(ep)
+    if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+        return None
+    from ..sim.scene import cube_half_size
+
+    K = _episode_K(ctx, ep, cam, m)
+    half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
     labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
     h, w = labels.shape[1:]
     pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
@@ -372,7 +548,7 @@ def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | 
         if not (0 <= u < w and 0 <= v < h):
             continue
         # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
-        if depth is not None and depth[k, v, u] < z[0] - CUBE_HALF_DIAGONAL:
+        if depth is not None and depth[k, v, u] < z[0] - half_diagonal:
             continue
         ep_in += 1
         ep_hit += int(labels[k, v, u] == 4)
@@ -382,7 +558,8 @@ def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | 
 def _wrist_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     if cam is None:
         return Outcome(True, "no wrist camera", skipped=True, applicable=False)
-    bad, in_view, hits = [], 0, 0
+    parts, bad, problems = _model_problems(parts)
+    in_view, hits = 0, 0
     for ep, part in parts.items():
         if part is None:
             continue
@@ -391,6 +568,8 @@ def _wrist_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
         hits += ep_hit
         if ep_in and ep_hit / ep_in <= ctx.t.wrist_hit_fraction:
             bad.append(ep)
+    if problems:
+        return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if in_view == 0:
         return Outcome(False, f"red cube never in view of {cam}", list(ctx.episodes))
     return Outcome(not bad, f"{cam}: red cube centre on its label in {hits}/{in_view} in-view frames "
@@ -400,14 +579,17 @@ def _wrist_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
 check_sim_wrist = EpisodeCheck(_wrist_episode, _wrist_reduce, _wrist_camera)
 
 
-def _replay_episode(ctx: Context, ep: str, m, middle: bool) -> tuple | None:
-    """(frames, bit-exact frames, largest difference, ok) of replaying episode ``ep``; ``("bad",)`` if its
-    sidecar cannot be replayed; None without a usable sidecar."""
+def _replay_episode(ctx: Context, ep: str, middle: bool) -> tuple | ModelProblem | None:
+    """(frames, bit-exact frames, largest difference, ok) of replaying episode ``ep`` on its own model;
+    ``("bad",)`` if its sidecar cannot be replayed; None without a usable sidecar."""
     from ..sim.replay import replay
 
     side = ctx.sidecar(ep)
     if not isinstance(side, dict):
         return None
+    m = _episode_model_or_problem(ctx, ep)
+    if isinstance(m, ModelProblem):
+        return m
     try:
         start = len(side["step"]) // 2 if middle else None
         r = replay(m, side, from_frame=start)
@@ -417,7 +599,8 @@ def _replay_episode(ctx: Context, ep: str, m, middle: bool) -> tuple | None:
 
 
 def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
-    bad, frames, exact, worst = [], 0, 0, 0.0
+    parts, bad, problems = _model_problems(parts)
+    frames, exact, worst = 0, 0, 0.0
     for ep, part in parts.items():
         if part is None:
             continue
@@ -433,18 +616,22 @@ def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
     missing = [ep for ep, part in parts.items() if part is None]  # no sidecar: nothing shows the episode replays
     return Outcome(not bad and not missing and frames > 0,
                    f"replayed {what}: {exact}/{frames} frames bit-exact, largest difference {worst:.3g}"
-                   + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""), bad + missing)
+                   + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
+                   + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else ""),
+                   bad + missing)
 
 
-check_sim_replay = EpisodeCheck(lambda ctx, ep, m: _replay_episode(ctx, ep, m, middle=False),
-                                lambda ctx, m, parts: _replay_reduce(ctx, parts, middle=False), model)
-check_sim_resume = EpisodeCheck(lambda ctx, ep, m: _replay_episode(ctx, ep, m, middle=True),
-                                lambda ctx, m, parts: _replay_reduce(ctx, parts, middle=True), model)
+# no prepare: each episode replays on its own model (the nominal one is compiled once per process)
+check_sim_replay = EpisodeCheck(lambda ctx, ep, prep: _replay_episode(ctx, ep, middle=False),
+                                lambda ctx, prep, parts: _replay_reduce(ctx, parts, middle=False))
+check_sim_resume = EpisodeCheck(lambda ctx, ep, prep: _replay_episode(ctx, ep, middle=True),
+                                lambda ctx, prep, parts: _replay_reduce(ctx, parts, middle=True))
 
 
 def _streams_prepare(ctx: Context) -> tuple:
     from ..sim.scene import arm_index
 
+    # the arms' joint and actuator indices: a variation changes no joint or actuator, only cubes and looks
     m = model(ctx)
     dt_ns = int(round(float(_sim(ctx)["timestep_s"]) * 1e9))
     return dt_ns, {s: arm_index(m, s) for s in layout.ARM_SIDES}
@@ -508,9 +695,10 @@ class _StoredJpegs:
 
 
 # sim_render: every (``sim_render_stride``-th) camera frame rendered again from its stored integration
-# state and re-encoded at the recorded JPEG quality: on the recording's GL renderer the bytes must equal
-# the stored JPEG; elsewhere the decoded pixels must reach ``render_psnr_db`` (approximate).
-def _render_episode(ctx: Context, ep: str, r) -> tuple | None:
+# state, on the episode's own model, and re-encoded at the recorded JPEG quality: on the recording's GL
+# renderer the bytes must equal the stored JPEG; elsewhere the decoded pixels must reach
+# ``render_psnr_db`` (approximate).
+def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
     """(frames re-rendered, JPEG-identical, lowest PSNR, problem or None) of episode ``ep``; None without
     a usable sidecar."""
     from ..sim.replay import rerender
@@ -518,6 +706,9 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | None:
     side = ctx.sidecar(ep)
     if not isinstance(side, dict):
         return None
+    m = _episode_model_or_problem(ctx, ep)
+    if isinstance(m, ModelProblem):
+        return m
     same = same_renderer(ctx, r)
     floor = ctx.t.render_psnr_db
     cams = ctx.cameras(ep)
@@ -526,7 +717,7 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | None:
     odd = [c for c in r.cameras if not np.array_equal(cams[c].timestamps, side["frame_timestamp"])]
     if odd:
         return 0, 0, float("inf"), f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp"
-    rr = rerender(r.model, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(_sim(ctx)["jpeg_quality"]), r,
+    rr = rerender(m, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(_sim(ctx)["jpeg_quality"]), r,
                   stride=max(1, int(ctx.t.sim_render_stride)), depth_labels=False, psnr_always=not same)
     problem = None
     if rr.differences(same, floor):
@@ -545,6 +736,10 @@ def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
     bad, problems, n, exact, min_psnr = [], [], 0, 0, float("inf")
     for ep, part in parts.items():
         if part is None:
+            continue
+        if isinstance(part, ModelProblem):  # counted among the episodes that differ, in episode order
+            bad.append(ep)
+            problems.append(part.text)
             continue
         n += part[0]
         exact += part[1]
@@ -570,17 +765,16 @@ check_sim_render = EpisodeCheck(_render_episode, _render_reduce, renderer)
 def check_sim_regenerate(ctx: Context) -> Outcome:
     if not ctx.regenerate:
         return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
-    from ..sim.generate import config_from_simulation, params_for
-    from ..sim.recorder import record_episode
+    from ..sim.generate import config_from_simulation, record_index
 
     sim = _sim(ctx)
-    cfg = config_from_simulation(sim, scene_config(ctx))  # the recorded task list too: the right task is rebuilt
+    # the recorded task list and randomisation mode too: the right task on the right model is rebuilt
+    cfg = config_from_simulation(sim, scene_config(ctx))
     r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
     bad, arrays, first = [], 0, None
     for ep in ctx.regenerate:
         index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
-        params, _ = params_for(cfg, index)
-        rec = record_episode(model(ctx), r, params, index, cfg.record, cfg.max_time)
+        rec = record_index(cfg, index, model(ctx), r)
         side, fr = ctx.sidecar(ep), ctx.frames(ep)
         diffs = []
         if not isinstance(side, dict) or not isinstance(fr, dict):

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import mujoco
 import numpy as np
 
-from ..scene import CUBE_NAMES, CUBE_SIZE, SceneConfig, arm_index, cube_qpos_adr
+from ..scene import CUBE_NAMES, SceneConfig, arm_index, cube_half_size, cube_qpos_adr
 from .planner import (
     GRIPPER_CLOSED, LEFT_HOME, RIGHT_HOME, EpisodeParams, ScriptedController, ready_qpos, table_height, topdown_quat,
 )
@@ -88,7 +88,7 @@ def set_cubes(model: mujoco.MjModel, data: mujoco.MjData, poses: Sequence[Tuple[
     th = table_height(model)
     for name, (x, y, yaw), dz in zip(CUBE_NAMES, poses, lift):
         a, _ = cube_qpos_adr(model, name)
-        data.qpos[a:a + 3] = (x, y, th + CUBE_SIZE / 2 + dz)
+        data.qpos[a:a + 3] = (x, y, th + cube_half_size(model, name) + dz)  # episodes may vary the size
         data.qpos[a + 3:a + 7] = topdown_quat(yaw)
 
 

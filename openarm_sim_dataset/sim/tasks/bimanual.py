@@ -35,7 +35,7 @@ from typing import List, Optional, Tuple
 import mujoco
 import numpy as np
 
-from ..scene import CUBE_SIZE, SceneConfig
+from ..scene import SceneConfig, cube_half_size
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .planner import (
     GRASP_DEPTH, PLACE_YAW_OFFSETS, T_RETURN, EpisodeParams, Lane, Phase, PlaceTarget, ScriptedController,
@@ -58,10 +58,11 @@ class Bimanual(ScriptedController):
         super().__init__(model, params, count_arm_contacts)
 
     def make_lanes(self) -> List[Lane]:
-        zc = self.table_z + CUBE_SIZE / 2
-        z_place = self.table_z + 0.004 + 0.008 + CUBE_SIZE / 2 + GRASP_DEPTH
+        # per cube: episodes may vary the sizes (read, never assumed)
+        zc = [self.table_z + cube_half_size(self.model, c) for c in self.cubes]
+        z_place = [self.table_z + 0.004 + 0.008 + cube_half_size(self.model, c) + GRASP_DEPTH for c in self.cubes]
 
-        def place_for(sign: float):
+        def place_for(sign: float, z_place: float):
             def place(lane: Lane, est) -> PlaceTarget:
                 # fingers close across the split axis (gripper y along the other axis): they stay out of
                 # the other half and off the near wall
@@ -75,12 +76,12 @@ class Bimanual(ScriptedController):
             back = np.concatenate([lane.q_pre, [lane.go]])
             return [Phase("return", MinJerkPath(np.vstack([end, back]), T_RETURN), lane.steps(T_RETURN))]
 
-        right = Lane(self, "right", self.cubes[0], zc, place_for(-1.0), after_retreat=go_back, log_prefix="right:")
+        right = Lane(self, "right", self.cubes[0], zc[0], place_for(-1.0, z_place[0]), after_retreat=go_back, log_prefix="right:")
 
         def wait_for_right(lane: Lane, held: np.ndarray) -> List[Phase]:
             return [Phase("wait", MinJerkPath(np.vstack([held, held]), 0.1), 1, until=lambda: right.finished)]
 
-        left = Lane(self, "left", self.cubes[1], zc, place_for(+1.0), before_carry=wait_for_right, log_prefix="left:")
+        left = Lane(self, "left", self.cubes[1], zc[1], place_for(+1.0, z_place[1]), before_carry=wait_for_right, log_prefix="left:")
         return [right, left]
 
     def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:

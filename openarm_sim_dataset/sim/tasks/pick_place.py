@@ -37,7 +37,7 @@ from typing import List, Optional, Tuple
 import mujoco
 import numpy as np
 
-from ..scene import CUBE_NAMES, CUBE_SIZE, SceneConfig
+from ..scene import CUBE_NAMES, SceneConfig, cube_half_size
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .planner import (
     GRASP_DEPTH, LEFT_HOME, EpisodeParams, Lane, PlaceTarget, ScriptedController, ready_qpos,
@@ -61,12 +61,13 @@ class PickPlace(ScriptedController):
         colour = "red" if name == "pick_place" else name.split("_", 1)[1]
         self.cube = f"cube_{colour}"
         side = self.params.side
-        zc = self.table_z + CUBE_SIZE / 2
+        half = cube_half_size(self.model, self.cube)  # episodes may vary the size: read, never assumed
+        zc = self.table_z + half
         tray_xy = self.tray_xy
 
         def place(lane: Lane, est) -> PlaceTarget:
             # the ee height at release: cube resting on the tray floor (4 mm) plus 8 mm of drop
-            z = self.table_z + 0.004 + 0.008 + CUBE_SIZE / 2 + GRASP_DEPTH
+            z = self.table_z + 0.004 + 0.008 + half + GRASP_DEPTH
             return PlaceTarget((float(tray_xy[0]), float(tray_xy[1])), z)
 
         return [Lane(self, side, self.cube, zc, place)]

@@ -22,7 +22,7 @@ from typing import List, Optional, Tuple
 import mujoco
 import numpy as np
 
-from ..scene import CUBE_NAMES, CUBE_SIZE, SceneConfig, cube_qpos_adr
+from ..scene import CUBE_NAMES, SceneConfig, cube_half_size, cube_qpos_adr
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .planner import (
     GRASP_DEPTH, PLACE_YAW_OFFSETS, EpisodeParams, Lane, PlaceTarget, ScriptedController, wrap_yaw_90, yaw_of_quat,
@@ -46,6 +46,8 @@ class Stack(ScriptedController):
 
     def make_lanes(self) -> List[Lane]:
         ba, _ = cube_qpos_adr(self.model, self.base)
+        # episodes may vary the cube sizes: read, never assumed
+        half_top, half_base = cube_half_size(self.model, self.top), cube_half_size(self.model, self.base)
         noise = self.params.goal  # (dx, dy, dyaw) standard-normal draws of the base estimate
 
         def place(lane: Lane, est) -> PlaceTarget:
@@ -56,10 +58,10 @@ class Stack(ScriptedController):
             byaw = yaw_of_quat(d.qpos[ba + 3:ba + 7]) + s * 5.0 * noise[2]
             rel = wrap_yaw_90(byaw - est[2])  # turn the held cube so that its faces line up with the base's
             offs = tuple(rel + k * math.pi / 2 for k in (0, 1, -1, 2)) + PLACE_YAW_OFFSETS
-            z = self.table_z + CUBE_SIZE + STACK_CLEARANCE + CUBE_SIZE / 2 + GRASP_DEPTH
+            z = self.table_z + 2 * half_base + STACK_CLEARANCE + half_top + GRASP_DEPTH
             return PlaceTarget((bx, by), z, offs)
 
-        return [Lane(self, self.params.side, self.top, self.table_z + CUBE_SIZE / 2, place)]
+        return [Lane(self, self.params.side, self.top, self.table_z + half_top, place)]
 
     def stacked(self, data: mujoco.MjData) -> Tuple[bool, bool]:
         """(top on base, base resting on the table)."""
@@ -67,7 +69,7 @@ class Stack(ScriptedController):
         ba, _ = cube_qpos_adr(self.model, self.base)
         t, b = data.qpos[ta:ta + 3], data.qpos[ba:ba + 3]
         on = bool(np.hypot(*(t[:2] - b[:2])) < STACK_XY_TOL and 0.03 < t[2] - b[2] < 0.05)
-        base_ok = bool(abs(b[2] - (self.table_z + CUBE_SIZE / 2)) < 0.005)
+        base_ok = bool(abs(b[2] - (self.table_z + cube_half_size(self.model, self.base))) < 0.005)
         return on, base_ok
 
     def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:

@@ -27,7 +27,7 @@ from typing import List, Optional, Tuple
 import mujoco
 import numpy as np
 
-from ..scene import CUBE_SIZE, SceneConfig, cube_qpos_adr
+from ..scene import SceneConfig, cube_half_size, cube_qpos_adr
 from .base import TRAY_FLOOR, Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .planner import GRASP_DEPTH, EpisodeParams, Lane, PlaceTarget, ScriptedController
 
@@ -48,19 +48,21 @@ class Unload(ScriptedController):
 
     def make_lanes(self) -> List[Lane]:
         gx, gy = self.params.goal
+        half = cube_half_size(self.model, self.cube)  # episodes may vary the size
 
         def place(lane: Lane, est) -> PlaceTarget:
-            return PlaceTarget((gx, gy), self.table_z + TABLE_CLEARANCE + CUBE_SIZE / 2 + GRASP_DEPTH)
+            return PlaceTarget((gx, gy), self.table_z + TABLE_CLEARANCE + half + GRASP_DEPTH)
 
-        return [Lane(self, self.params.side, self.cube, self.table_z + TRAY_FLOOR + CUBE_SIZE / 2, place)]
+        return [Lane(self, self.params.side, self.cube, self.table_z + TRAY_FLOOR + half, place)]
 
     def on_table(self, data: mujoco.MjData) -> bool:
         a, _ = cube_qpos_adr(self.model, self.cube)
         p = data.qpos[a:a + 3]
-        clear = CUBE_SIZE / 2 * math.sqrt(2)
+        half = cube_half_size(self.model, self.cube)
+        clear = half * math.sqrt(2)
         d = np.abs(p[:2] - self.tray_xy)
         outside = bool(d[0] > TRAY_OUTER_HALF + clear or d[1] > TRAY_OUTER_HALF + clear)
-        return outside and abs(float(p[2]) - (self.table_z + CUBE_SIZE / 2)) < 0.005
+        return outside and abs(float(p[2]) - (self.table_z + half)) < 0.005
 
     def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:
         lane = self.lanes[0]

@@ -1,0 +1,236 @@
+"""Scene randomisation (sim/variation.py): draws, records, per-episode models, and that `none` changed nothing."""
+
+from __future__ import annotations
+
+import colorsys
+import hashlib
+import json
+import platform
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import REPO, run_cli, tree_hashes
+
+mujoco = pytest.importorskip("mujoco")
+
+from openarm_sim_dataset import Dataset, sidecar  # noqa: E402
+from openarm_sim_dataset.sim import models, scene  # noqa: E402
+from openarm_sim_dataset.sim.randomize import episode_params  # noqa: E402
+from openarm_sim_dataset.sim.variation import (  # noqa: E402
+    MODES, RANGES, VARIATION_STREAM, Variation, draw_variation)
+
+GOLDEN = REPO / "tests" / "golden" / "none_generation.json"
+
+
+# ------------------------------------------------------------------------------ the draws
+def _hsv(rgba):
+    return colorsys.rgb_to_hsv(*rgba[:3])
+
+
+def test_draws_are_seeded_within_the_stated_ranges_and_round_trip():
+    for index in range(12):
+        full = draw_variation(10, index, "all")
+        assert full == draw_variation(10, index, "all")  # a pure function of (seed, index)
+        vis, phys = draw_variation(10, index, "visual"), draw_variation(10, index, "physics")
+        # one draw order whatever the mode: the modes keep their part of the same values
+        assert (vis.lights, vis.rgba, vis.cameras, vis.headlight_ambient) == \
+            (full.lights, full.rgba, full.cameras, full.headlight_ambient) and vis.cubes is None
+        assert phys.cubes == full.cubes and phys.lights is phys.rgba is phys.cameras is None
+        for name, cube in full.cubes.items():
+            assert RANGES["cube_size_m"][0] <= cube.size <= RANGES["cube_size_m"][1]
+            assert RANGES["cube_mass_kg"][0] <= cube.mass <= RANGES["cube_mass_kg"][1]
+            assert RANGES["cube_friction"][0] <= cube.friction <= RANGES["cube_friction"][1]
+            # the named colour stays unambiguous: hue within its band, saturated
+            h, s, v = _hsv(full.rgba[name])
+            dh = (h - _hsv(scene.CUBE_RGBA[name])[0] + 0.5) % 1.0 - 0.5
+            assert abs(dh) <= RANGES["cube_hue_offset"][1] + 1e-6 and s >= RANGES["cube_saturation"][0] - 1e-5
+        for name in ("table", "floor"):  # muted: never mistaken for a cube
+            assert _hsv(full.rgba[name])[1] <= RANGES[f"{name}_saturation"][1] + 1e-5
+        for name, light in full.lights.items():
+            off = np.subtract(light.pos, scene.LIGHTS[name]["pos"])
+            assert np.all(np.abs(off[:2]) <= 0.3 + 1e-9) and abs(off[2]) <= 0.2 + 1e-9
+        head = full.cameras["head"]
+        assert np.all(np.abs(np.subtract(head.pos, scene.HEAD_CAMERA_POS)) <= 0.03 + 1e-9)
+        # plain dicts: JSON (sidecar) and YAML (metadata.yaml) give the same variation back, exactly
+        for doc in (json.loads(json.dumps(full.to_dict())), yaml.safe_load(yaml.safe_dump(full.to_dict()))):
+            assert Variation.from_dict(doc) == full and Variation.from_dict(doc).key() == full.key()
+    assert draw_variation(10, 0, "none") is None and set(MODES) == {"none", "visual", "physics", "all"}
+    assert draw_variation(10, 0, "all") != draw_variation(10, 1, "all") != draw_variation(11, 1, "all")
+    # its own stream: the episode's pose and task draws (default_rng([seed, i])) are not touched
+    assert np.random.default_rng([10, 0, VARIATION_STREAM]).uniform() != np.random.default_rng([10, 0]).uniform()
+    assert episode_params(10, 3).cube_poses == episode_params(10, 3).cube_poses
+    with pytest.raises(ValueError, match="randomize must be one of"):
+        draw_variation(10, 0, "everything")
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("mode"), "variation lacks mode"),
+    (lambda d: d.update(mode="none"), "variation.mode must be one of"),
+    (lambda d: d.update(extra=1), "unknown key"),
+    (lambda d: d["physics"]["cubes"]["cube_red"].update(size=-0.04), "cubes.cube_red.size = -0.04 is outside"),
+    (lambda d: d["physics"]["cubes"]["cube_red"].update(mass=float("nan")), "must be a finite number"),
+    (lambda d: d["visual"]["rgba"].update(table=[1, 0, 0]), "rgba.table must be a list of 4 numbers"),
+    (lambda d: d["visual"]["cameras"]["head"].update(quat=[0, 0, 0, 0]), "is not a rotation"),
+    (lambda d: d["visual"]["lights"]["key"].update(diffuse="bright"), "must be a list of 3 numbers"),
+    (lambda d: d.update(physics=[]), "variation.physics must be a mapping"),
+])
+def test_malformed_variations_are_refused_naming_the_key(mutate, message):
+    doc = draw_variation(10, 0, "all").to_dict()
+    mutate(doc)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        Variation.from_dict(doc)
+
+
+# ------------------------------------------------------------------ none: today's files
+def _golden_or_skip() -> dict:
+    import PIL
+    import pyarrow
+
+    gold = json.loads(GOLDEN.read_text())
+    env = gold["environment"]
+    here = {"mujoco": mujoco.__version__, "machine": platform.machine(), "pillow": PIL.__version__,
+            "pyarrow": pyarrow.__version__, "numpy": np.__version__}
+    differs = [f"{k} {env[k]} recorded, {v} here" for k, v in here.items() if env[k] != v]
+    if differs:
+        pytest.skip("the golden hashes belong to another environment: " + "; ".join(differs))
+    return gold
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    out = tree_hashes(root)
+    doc = yaml.safe_load((root / "metadata.yaml").read_text())
+    if doc["simulation"]["gl_renderer"] != json.loads(GOLDEN.read_text())["environment"]["gl_renderer"]:
+        pytest.skip(f"GL renderer {doc['simulation']['gl_renderer']!r} is not the golden hashes' one")
+    del doc["simulation"]["generator"]["git_commit"]  # the checkout's commit, the one thing allowed to move
+    out["metadata.yaml"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    return out
+
+
+def test_randomize_none_writes_todays_files_byte_for_byte(generated, tiny_generated):
+    """`--randomize none` (the default) keeps every file of a generation as it was before randomisation
+    existed: the session's two generations (in-process SMALL, and a dataset-generate process with TINY)
+    against the SHA-256 of the same generations made by commit d0b4c80; metadata.yaml compared as a
+    document (its git commit aside), so no key was added either."""
+    gold = _golden_or_skip()
+    for name, root in (("generated", generated), ("tiny_generated", tiny_generated["path"])):
+        got = _hashes(root)
+        want = gold[name]
+        assert set(got) == set(want), (name, sorted(set(got) ^ set(want))[:5])
+        assert [k for k in want if got[k] != want[k]] == [], name
+        doc = yaml.safe_load((root / "metadata.yaml").read_text())
+        assert "randomization" not in doc["simulation"] and all("variation" not in e for e in doc["episodes"])
+
+
+# -------------------------------------------------------------- per-episode model, renderer
+def test_episode_model_is_the_compiled_variation_and_one_context_renders_every_model(generated):
+    """The model handed out for a variation (a patched copy of the nominal model) hashes like the
+    compilation of the varied spec; a wrong recorded hash is refused. A renderer whose GL context was
+    made for that varied model, switched to the nominal one, renders a stored nominal frame exactly as
+    it was recorded (by a context made for the nominal model): switching models keeps nothing stale."""
+    from openarm_sim_dataset.sim.recorder import encode_jpeg
+    from openarm_sim_dataset.sim.render import SimRenderer
+
+    cfg = scene.SceneConfig(width=128, height=96)  # the scene of ``generated`` (conftest.SMALL)
+    v = draw_variation(10, 1, "all")
+    entry = models.episode_model(cfg, v)
+    patch, full, sha = models._VARIANTS[(models._key(cfg), v.key())]
+    assert patch is not None and full is None and sha == entry.sha256  # kept as a patch, not a 48 MB model
+    assert scene.model_hash(entry.model) == entry.sha256 != models.cached_model(cfg).sha256
+    assert {"geom_size", "body_mass", "geom_friction", "geom_rgba", "cam_pos", "light_pos"} <= {p[0] for p in patch}
+    assert scene.cube_half_size(entry.model) == v.cubes["cube_red"].size / 2
+    hits = models.cache_info()["hits"]
+    with pytest.raises(models.ModelMismatchError, match="episode 1: model hash 000000000000 recorded"):
+        models.episode_model(cfg, v, "0" * 64, "episode 1")  # found in the cache, refused: not the recorded one
+    assert models.cache_info()["hits"] > hits
+
+    nominal = models.load_model(cfg)
+    side = sidecar.load_npz(generated / "episodes/0/sim/sidecar.npz")
+    frames = sidecar.load_npz(generated / "episodes/0/sim/frames.npz")
+    k = 6
+    data = mujoco.MjData(nominal)
+    mujoco.mj_setState(nominal, data, side["state"][k], mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_kinematics(nominal, data)
+    mujoco.mj_camlight(nominal, data)
+    renderer = SimRenderer(entry.model, cfg)
+    varied = renderer.render(data, "head")
+    context = renderer.renderer
+    renderer.use_model(nominal)
+    assert renderer.renderer is context  # same meshes and textures: the GL context is kept
+    for cam in cfg.cameras:
+        img = renderer.render(data, cam)
+        assert np.array_equal(img["depth"], frames[f"depth_{cam}"][k]) and np.array_equal(img["labels"], frames[f"labels_{cam}"][k])
+        stored = Dataset(generated).load_cameras("0")[cam].get_frame(k).read_bytes()
+        assert encode_jpeg(img["rgb"], 90) == stored, cam
+    renderer.close()
+    assert np.abs(varied["rgb"].astype(int) - img["rgb"].astype(int)).mean() > 5 if cam == "head" else True
+    assert not np.array_equal(varied["depth"], frames["depth_head"][k])  # the head camera moved
+
+
+# ------------------------------------------------------------ randomised datasets (slow)
+@pytest.mark.slow
+def test_randomised_episodes_replay_exactly_and_validate(randomized):
+    rows = {r.check: r for r in Dataset(randomized).validate(regenerate=["1"])}
+    failed = {k: r.detail for k, r in rows.items() if r.failed}
+    assert failed == {}
+    assert "2/2 randomised episode models rebuilt from their variation as recorded" in rows["sim_provenance"].detail
+    assert "136/136 JPEG bytes identical" in rows["sim_render"].detail
+    assert rows["sim_regenerate"].passed and not rows["sim_regenerate"].skipped
+    assert rows["sim_reprojection"].passed and not rows["sim_reprojection"].skipped
+    r = run_cli("replay", randomized, "--render", check=0)
+    assert "replay equal: states, depth, labels and images of 2 episode(s)" in r.stdout
+
+
+@pytest.mark.slow
+def test_randomised_episodes_differ_in_variation_and_pixels_not_in_initial_state(randomized, generated):
+    rnd, nom = Dataset(randomized), Dataset(generated)
+    e0, e1 = rnd.episodes
+    assert e0["variation"] != e1["variation"] and e0["model_sha256"] != e1["model_sha256"]
+    assert rnd.meta.simulation["randomization"] == "all" and "randomization_ranges" in rnd.meta.simulation
+    for ep in ("0", "1"):
+        side = sidecar.load_npz(rnd.root / "episodes" / ep / "sim" / "sidecar.npz")
+        stored, sha = sidecar.episode_variation(side, "sidecar")
+        assert stored == rnd.episode(ep)["variation"] and sha == rnd.episode(ep)["model_sha256"]
+        # randomisation draws from its own stream: the cubes start where the nominal episode's do
+        assert rnd.episode(ep)["initial_cubes"] == nom.episode(ep)["initial_cubes"]
+        head_r, head_n = rnd.load_cameras(ep)["head"], nom.load_cameras(ep)["head"]
+        a, b = head_r.get_frame(0).load().astype(int), head_n.get_frame(0).load().astype(int)
+        assert np.abs(a - b).mean() > 5  # lights, colours and the head camera pose changed the image
+        pos = side["cam_pos_head"][0]
+        assert np.allclose(pos, rnd.episode(ep)["variation"]["visual"]["cameras"]["head"]["pos"])
+        assert not np.allclose(pos, scene.HEAD_CAMERA_POS)
+    f0, f1 = (rnd.load_cameras(ep)["head"].get_frame(0).load().astype(int) for ep in ("0", "1"))
+    assert np.abs(f0 - f1).mean() > 5
+
+
+@pytest.mark.slow
+def test_shards_of_a_randomised_run_merge_into_the_files_of_one_run(tmp_path):
+    import subprocess
+
+    from conftest import SUBPROCESS_ENV, generate_cmd
+
+    whole, a, b = tmp_path / "whole", tmp_path / "a", tmp_path / "b"
+    for out, rng in ((whole, ["--episodes", "2"]), (a, ["--episode-range", "0:1"]), (b, ["--episode-range", "1:2"])):
+        cmd = generate_cmd(out, 2, "--randomize", "all")
+        cmd[cmd.index("--episodes"):cmd.index("--episodes") + 2] = rng
+        r = subprocess.run(cmd, env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    run_cli("merge", a, b, "-o", tmp_path / "merged")
+    merged, one = tree_hashes(tmp_path / "merged"), tree_hashes(whole)
+    files = {k for k in one if k.startswith("episodes/")}
+    assert any(k.endswith("sidecar.npz") for k in files) and {k for k in merged if k.startswith("episodes/")} == files
+    assert {k: merged[k] for k in files} == {k: one[k] for k in files}
+    m, w = Dataset(tmp_path / "merged"), Dataset(whole)
+    assert [{k: v for k, v in e.items() if k != "source"} for e in m.episodes] == w.episodes
+    assert all("variation" in e for e in m.episodes)
+    # a nominal and a randomised dataset are not merged silently
+    nominal = tmp_path / "nominal"
+    shutil.copytree(whole, nominal)
+    doc = yaml.safe_load((nominal / "metadata.yaml").read_text())
+    del doc["simulation"]["randomization"]
+    (nominal / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = run_cli("merge", whole, nominal, "-o", tmp_path / "mixed", check=2)
+    assert "simulation.randomization" in r.stderr
