@@ -71,6 +71,28 @@ def test_hashes(model):
     assert all(len(v) == 64 for v in ah.values())
 
 
+def test_model_hash_does_not_depend_on_where_the_assets_are_installed(model, tmp_path, monkeypatch):
+    """The same OpenArm files in another folder (another venv, a CI clone) compile to the same model
+    hash: mesh paths in the MJB are relative. A dataset made in one checkout replays in every other."""
+    import shutil
+
+    from openarm_sim_dataset.sim import scene
+
+    src = scene._openarm_xml()
+    copy = tmp_path / "elsewhere" / "v2"
+    shutil.copytree(src.parent, copy)
+    monkeypatch.setattr(scene, "_openarm_xml", lambda: copy / src.name)
+    moved = build_model()
+    assert str(tmp_path).encode() not in bytes(moved.paths) and str(src.parent).encode() not in bytes(model.paths)
+    assert model_hash(moved) == model_hash(model)
+    # and the hash still sees the files' content: one changed mesh byte is another model
+    mesh = next(p for p in sorted(copy.rglob("*.stl")) if p.stat().st_size > 1000)
+    data = bytearray(mesh.read_bytes())
+    data[-7] ^= 0x10
+    mesh.write_bytes(bytes(data))
+    assert model_hash(build_model()) != model_hash(model)
+
+
 def test_geom_labels(model):
     lab = geom_labels(model)
     assert lab.dtype == np.uint8 and lab.shape == (model.ngeom,)

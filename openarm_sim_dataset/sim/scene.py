@@ -325,7 +325,7 @@ def build_spec(cfg: SceneConfig = SceneConfig(), variation=None) -> mujoco.MjSpe
 
     # Robot: match options before attaching so that no attach conflict is reported.
     xml = _openarm_xml()
-    child = mujoco.MjSpec.from_file(str(xml))
+    child = _openarm_spec()
     child.option.cone = spec.option.cone
     child.option.impratio = spec.option.impratio
     child.option.timestep = spec.option.timestep
@@ -377,6 +377,20 @@ def model_bytes(model: mujoco.MjModel) -> bytes:
 def model_hash(model: mujoco.MjModel) -> str:
     """SHA-256 (hex) of the compiled model serialised as MJB (``mj_saveModel``)."""
     return hashlib.sha256(model_bytes(model)).hexdigest()
+
+
+def _openarm_spec() -> mujoco.MjSpec:
+    """The OpenArm MJCF as a spec whose meshes come from an assets dict keyed by their paths relative to
+    the ``openarm_mujoco`` folder. Loaded with ``from_file``, MuJoCo keeps each mesh's absolute path in
+    the compiled model (``MjModel.paths``, part of the MJB), so the model hash would depend on where the
+    package is installed (another venv, a CI clone): a dataset made in one checkout would then be refused
+    in every other. Mesh data are the same bytes either way."""
+    xml = _openarm_xml()
+    _root, files = asset_files()
+    meshdir = xml.parent / (mujoco.MjSpec.from_file(str(xml)).compiler.meshdir or "")
+    assets = {Path(f).relative_to(meshdir.resolve()).as_posix(): Path(f).read_bytes()
+              for f in files if Path(f) != xml}
+    return mujoco.MjSpec.from_string(xml.read_text(), assets=assets)
 
 
 def asset_files() -> Tuple[Path, list]:
