@@ -15,13 +15,12 @@ states and perception draws on both sides of the comparison).
 
 Episode ``i`` of task ``T`` is the episode a ``dataset-generate --tasks T`` run would make
 (:func:`openarm_sim_dataset.sim.generate.params_for` on a GenerateConfig). ``--randomize MODE`` is
-passed to that GenerateConfig as its ``randomize`` field when this build has one (scene
-randomisation); ``--compare MODE2`` runs the same episodes under MODE2 too and tests the pairs.
+that GenerateConfig's scene randomisation (each episode on its own varied model, as generated);
+``--compare MODE2`` runs the same episodes under MODE2 too and tests the pairs.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 import sys
@@ -41,21 +40,19 @@ def make_config(seed: int, sigma: float, retry: bool, task: Optional[str], rando
     from openarm_sim_dataset.sim.generate import GenerateConfig
 
     kw = dict(seed=seed, sigma=sigma, retry=retry, tasks=(task,) if task else ())
-    if any(f.name == "randomize" for f in dataclasses.fields(GenerateConfig)):
-        kw["randomize"] = randomize
-    elif randomize != "none":
-        raise SystemExit(f"--randomize {randomize}: this build has no scene randomisation (GenerateConfig.randomize)")
+    kw["randomize"] = randomize
     return GenerateConfig(**kw)
 
 
 def episode_model(cfg, index: int, params):
-    """The model episode ``index`` runs on: the configured scene's (a build with per-episode scene
-    randomisation provides ``openarm_sim_dataset.sim.generate.episode_model(cfg, index, params)``)."""
-    from openarm_sim_dataset.sim import generate as gen
-    from openarm_sim_dataset.sim.models import load_model
+    """The model episode ``index`` runs on, as generation builds it: the configured scene with the
+    episode's scene variation applied (``cfg.randomize``; none: the nominal model)."""
+    from openarm_sim_dataset.sim.models import episode_model as varied_model, load_model
+    from openarm_sim_dataset.sim.variation import draw_variation
 
-    if hasattr(gen, "episode_model"):
-        return gen.episode_model(cfg, index, params)
+    variation = draw_variation(cfg.seed, index, cfg.randomize, cfg.scene)
+    if variation is not None:
+        return varied_model(cfg.scene, variation).model
     key = repr(cfg.scene)
     if key not in _MODELS:
         _MODELS[key] = load_model(cfg.scene)
