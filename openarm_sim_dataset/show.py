@@ -305,8 +305,11 @@ def contact_sheet(ds: Dataset, out: str | os.PathLike, per: str = "episode", cam
         mark = {True: "success", False: "FAIL", None: "?"}.get(ok, "?")
         label = f"ep {ep_id} {mark}"
         if per == "task" and ep.get("task_index") is not None and ep["task_index"] < len(tasks):
-            label = f"task {ep['task_index']}: {tasks[ep['task_index']].get('prompt', '')}"[:60]
-        fig.text(x / W, 1 - (y - 8) / H, label, fontsize=8, va="center", color="#000000" if ok is not False else "#D55E00")
+            label = f"task {ep['task_index']}: {tasks[ep['task_index']].get('prompt', '')}"
+            label = label if len(label) <= 110 else label[:109] + "\u2026"
+        # a long prompt is drawn smaller rather than cut (8 pt is ~5.3 px per character at this dpi)
+        size = min(8.0, max(5.0, 8.0 * big.shape[1] / (5.3 * len(label))))
+        fig.text(x / W, 1 - (y - 8) / H, label, fontsize=size, va="center", color="#000000" if ok is not False else "#D55E00")
         result.panels[(ep_id, "rgb")] = (x, y, x + big.shape[1], y + big.shape[0])
     _save(fig, out)
     return result

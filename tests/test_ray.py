@@ -70,11 +70,14 @@ def test_three_episodes_on_ray_identical_to_local(cluster, local3, tmp_path):
 
 
 def test_randomised_episode_on_ray_identical_to_local(cluster, tmp_path):
-    """A task records an episode on its own varied model and hands back its variation and model hash for
+    """A task records an episode (of a mixed-task run) on its own varied model and hands back its variation and model hash for
     the metadata entry: the dataset equals a local run's, file for file."""
     import dataclasses
 
-    cfg = dataclasses.replace(tiny_config(), randomize="all")
+    from openarm_sim_dataset.sim.tasks import task_names
+
+    # the task library too: a task draws its episode's task like a local run
+    cfg = dataclasses.replace(tiny_config(), randomize="all", tasks=tuple(task_names()))
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     assert generate(local, range(1), cfg).made == 1
     assert generate(on_ray, range(1), cfg, ray=RayOptions()).made == 1

@@ -7,14 +7,13 @@ For every registered task, the first episode index of ``--seed`` whose task stre
 (``default_rng([seed, i, TASK_STREAM])`` with ``--tasks all``) picks that task is generated with
 ``dataset-generate``'s library (so the episodes are those of a ``--tasks all`` run of that seed,
 file for file), then ``dataset-show --contact-sheet task`` draws the middle frame of each
-(:func:`openarm_sim_dataset.show.contact_sheet`, needs the ``[viz]`` extra). ``--randomize`` is passed
-to the generation config when this build has scene randomisation.
+(:func:`openarm_sim_dataset.show.contact_sheet`, needs the ``[viz]`` extra). ``--randomize`` is the
+generation's scene randomisation mode (each panel then shows its episode's own variation).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -44,7 +43,8 @@ def main() -> None:
     ap.add_argument("--size", default="320x240")
     ap.add_argument("--camera", default="head", choices=("head", "wrist_right", "wrist_left"))
     ap.add_argument("--keep", help="generate into this folder (kept) instead of a temporary one")
-    ap.add_argument("--randomize", default="none", help="scene randomisation mode (builds that have it)")
+    ap.add_argument("--randomize", default="none", choices=("none", "visual", "physics", "all"),
+                    help="scene randomisation mode")
     a = ap.parse_args()
 
     from openarm_sim_dataset import Dataset
@@ -57,11 +57,7 @@ def main() -> None:
     names = tuple(task_names())
     picks = first_index_per_task(a.seed, names)
     w, h = (int(v) for v in a.size.split("x"))
-    kw = {}
-    if any(f.name == "randomize" for f in dataclasses.fields(GenerateConfig)):
-        kw["randomize"] = a.randomize
-    elif a.randomize != "none":
-        raise SystemExit(f"--randomize {a.randomize}: this build has no scene randomisation")
+    kw = {"randomize": a.randomize}
     cams = (a.camera,)
     cfg = GenerateConfig(seed=a.seed, scene=SceneConfig(cameras=cams, width=w, height=h,
                                                         wrist_left=a.camera == "wrist_left"),
