@@ -247,6 +247,8 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
             meta = metadata_0_4_0(datasets[0])
             meta.data["tasks"] = tasks
             meta.data["episodes"] = [new for _ds, _ep, new in plan]
+            # ids an input's recorder discarded name that input's episodes, not the renumbered ones here
+            meta.data.pop("discarded_episodes", None)
             meta.data["merged_from"] = [
                 {"dataset": str(ds.root.resolve()), "version": ds.version, "episodes": ds.num_episodes,
                  **({"provenance": provenance(ds)} if mixed else {})}

@@ -147,6 +147,15 @@ def test_discard_leaves_a_gap_that_a_later_recorder_keeps(tmp_path):
     assert [e["id"] for e in meta["episodes"]] == ["0", "2"]
     assert meta["discarded_episodes"] == [{"id": "1", "reason": "operator pressed cancel"}]
     assert Dataset(out).episode_ids == ["0", "2"]
+    # merged, the episodes are renumbered: the input's discarded ids say nothing about the output's
+    import shutil
+
+    from openarm_sim_dataset.merge import merge
+
+    shutil.copytree(out, tmp_path / "copy")
+    merge([out, tmp_path / "copy"], tmp_path / "merged")
+    merged = yaml.safe_load((tmp_path / "merged" / "metadata.yaml").read_text())
+    assert len(merged["episodes"]) == 4 and "discarded_episodes" not in merged
 
 
 @pytest.mark.parametrize("case", ["silent", "identical", "tolerated"])
