@@ -14,14 +14,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import OWN_FIXTURES
+from conftest import FUZZ_EXAMPLES, OWN_FIXTURES
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.errors import DatasetError
 
 pytest.importorskip("hypothesis")
 
 GOOD = yaml.safe_load((OWN_FIXTURES / "dataset_0.4.0" / "metadata.yaml").read_text())
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import OWN_FIXTURES
+from conftest import FUZZ_EXAMPLES, OWN_FIXTURES
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.errors import DatasetError, StreamError
 
 STATE = "episodes/0/obs/arms/right/state.parquet"
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 BASE_NS = 1_772_000_000_000_000_000
 
 TS_TYPES = [pa.timestamp("s"), pa.timestamp("ms"), pa.timestamp("us"), pa.timestamp("ns"), pa.timestamp("ns", tz="UTC"),

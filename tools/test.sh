@@ -14,6 +14,7 @@ if [ "${1:-}" = "--all" ]; then
   shift
   select=(-m "slow or not slow")
   budget=1800
+  export OPENARM_TEST_ALL=1  # the fuzz tests' full example counts (tests/conftest.py: FUZZ_EXAMPLES)
 fi
 # compiled modules are cached (pytest's rewritten tests too): a run, and each process it starts, then
 # skips compiling from source; the environment here sets PYTHONDONTWRITEBYTECODE, which forbids that
