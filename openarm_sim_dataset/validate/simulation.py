@@ -105,10 +105,14 @@ class ModelProblem:
     text: str
 
 
-def _episode_model_or_problem(ctx: Context, ep: str):
-    """:func:`episode_model` of ``ep``, or a :class:`ModelProblem` saying why it cannot be rebuilt."""
+def _sidecar_and_model(ctx: Context, ep: str):
+    """``(sidecar, episode model)`` of ``ep`` for an episode check: None without a usable sidecar (nothing
+    to check), or a :class:`ModelProblem` saying why its model cannot be rebuilt as recorded."""
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
     try:
-        return episode_model(ctx, ep)
+        return side, episode_model(ctx, ep)
     except DatasetError as e:
         return ModelProblem(str(e))
 
@@ -404,12 +408,10 @@ def _plane_heights(m) -> dict[int, float]:
 def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelProblem | None:
     """Median plane error (m) of each camera of episode ``ep`` with floor/table pixels, measured against
     the planes and K of the episode's own model."""
-    side = ctx.sidecar(ep)
-    if not isinstance(side, dict):
-        return None
-    m = _episode_model_or_problem(ctx, ep)
-    if isinstance(m, ModelProblem):
-        return m
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
     fr = ctx.frames(ep)
     if not isinstance(fr, dict):
         return None
@@ -463,12 +465,10 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float]
     episode's own model)."""
     if cam is None:
         return None
-    side = ctx.sidecar(ep)
-    if not isinstance(side, dict):
-        return None
-    m = _episode_model_or_problem(ctx, ep)
-    if isinstance(m, ModelProblem):
-        return m
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
     fr = ctx.frames(ep)
     if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
         return None
@@ -523,12 +523,10 @@ def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | 
     cube size of the episode's own model."""
     if cam is None:
         return None
-    side = ctx.sidecar(ep)
-    if not isinstance(side, dict):
-        return None
-    m = _episode_model_or_problem(ctx, ep)
-    if isinstance(m, ModelProblem):
-        return m
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
     fr = ctx.frames(ep)
     if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
         return None
@@ -584,12 +582,10 @@ def _replay_episode(ctx: Context, ep: str, middle: bool) -> tuple | ModelProblem
     ``("bad",)`` if its sidecar cannot be replayed; None without a usable sidecar."""
     from ..sim.replay import replay
 
-    side = ctx.sidecar(ep)
-    if not isinstance(side, dict):
-        return None
-    m = _episode_model_or_problem(ctx, ep)
-    if isinstance(m, ModelProblem):
-        return m
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
     try:
         start = len(side["step"]) // 2 if middle else None
         r = replay(m, side, from_frame=start)
@@ -703,12 +699,10 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
     a usable sidecar."""
     from ..sim.replay import rerender
 
-    side = ctx.sidecar(ep)
-    if not isinstance(side, dict):
-        return None
-    m = _episode_model_or_problem(ctx, ep)
-    if isinstance(m, ModelProblem):
-        return m
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
     same = same_renderer(ctx, r)
     floor = ctx.t.render_psnr_db
     cams = ctx.cameras(ep)
