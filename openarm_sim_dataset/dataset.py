@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -319,18 +319,7 @@ class Dataset:
         groups = {kind: self.streams(episode, kind) for kind in layout.KINDS}
         cameras = self.load_cameras(episode)
         sim = self.sim_streams(episode)
-        stamp_arrays = []
-        for kind, streams in groups.items():
-            for key, s in streams.items():
-                _check_stamps(s.timestamps, s.path, key)
-                stamp_arrays.append(s.timestamps)
-        for name, cam in cameras.items():
-            _check_stamps(cam.timestamps, cam.path, f"camera {name}")
-            stamp_arrays.append(cam.timestamps)
-        if not stamp_arrays:
-            raise StreamError(self.episode_path(episode), "episode has no streams and no cameras")
-        start, end = sampler.common_range(stamp_arrays)
-        grid = sampler.time_grid(start, end, hz)
+        grid = episode_grid(self.episode_path(episode), groups, cameras, hz)
         groups = {kind: self.smoothed(kind, streams) for kind, streams in groups.items()}
         gathered = {
             kind: [(key, s.values[sampler.align(s.timestamps, grid, how)]) for key, s in streams.items()]
@@ -571,6 +560,24 @@ class SampleSequence(Sequence):
     def __repr__(self) -> str:
         n = "?" if self._offsets is None else str(len(self))
         return f"SampleSequence({n} samples of {len(self._episodes)} episode(s) at {self._hz:g} Hz, align={self._align!r})"
+
+
+def episode_grid(where: Path, groups: Mapping[str, Mapping[str, Stream]], cameras: Mapping[str, Camera],
+                 hz: float) -> np.ndarray:
+    """The sampling grid (int64 ns) of one episode's loaded streams (``{kind: {key: Stream}}``) and cameras:
+    ``time_grid`` over their common range, after checking that each is non-empty and strictly increasing
+    (a :class:`StreamError` names the file). What :meth:`Dataset.sample` and the PyTorch loader sample on."""
+    stamp_arrays = []
+    for streams in groups.values():
+        for key, s in streams.items():
+            _check_stamps(s.timestamps, s.path, key)
+            stamp_arrays.append(s.timestamps)
+    for name, cam in cameras.items():
+        _check_stamps(cam.timestamps, cam.path, f"camera {name}")
+        stamp_arrays.append(cam.timestamps)
+    if not stamp_arrays:
+        raise StreamError(where, "episode has no streams and no cameras")
+    return sampler.time_grid(*sampler.common_range(stamp_arrays), hz)
 
 
 def _check_stamps(stamps: np.ndarray, path: Path, what: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import layout, sampler, sidecar
-from ..dataset import Dataset
+from ..dataset import Dataset, episode_grid
 from ..errors import StreamError
 
 #: Simulation streams the loader can serve: per frame, from ``sim/sidecar.npz`` (small, gathered when the
@@ -118,13 +118,6 @@ def _resolve(specs: Sequence[str], streams: dict, kind: str, where: Path) -> lis
     return keys
 
 
-def _check_stamps(stamps: np.ndarray, path: Path, what: str) -> None:
-    if len(stamps) == 0:
-        raise StreamError(path, f"{what} is empty: nothing to sample")
-    if not sampler.is_strictly_increasing(stamps):
-        raise StreamError(path, f"{what} timestamps are not strictly increasing")
-
-
 def _sim_wanted(sim: bool | Sequence[str] | None) -> tuple[tuple[str, ...], bool]:
     """(stream kinds asked for, whether each must exist): ``True`` means those present in every episode."""
     if sim is None or sim is False:
@@ -176,17 +169,7 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
         where = ds.episode_path(ep)
         groups = {"obs": ds.streams(ep, "obs"), "action": ds.streams(ep, "action")}
         cameras = ds.load_cameras(ep)
-        stamp_arrays = []
-        for kind, streams in groups.items():
-            for key, s in streams.items():
-                _check_stamps(s.timestamps, s.path, key)
-                stamp_arrays.append(s.timestamps)
-        for name, cam in cameras.items():
-            _check_stamps(cam.timestamps, cam.path, f"camera {name}")
-            stamp_arrays.append(cam.timestamps)
-        if not stamp_arrays:
-            raise StreamError(where, "episode has no streams and no cameras")
-        grid = sampler.time_grid(*sampler.common_range(stamp_arrays), hz)
+        grid = episode_grid(where, groups, cameras, hz)  # Dataset.sample's grid and checks
         if len(grid) == 0:
             raise StreamError(where, f"episode spans less than one step at {hz} Hz")
         vectors = []
