@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from openarm_sim_dataset import sidecar
+from openarm_sim_dataset import manifest, sidecar
 
 FAULTS = (
     "drop_frame",
@@ -67,7 +67,21 @@ def flip_entropy_byte(data: bytes) -> bytes:
     return data[:i] + bytes([data[i] ^ 0x10]) + data[i + 1 :]
 
 
-def plant(src: Path, dst: Path, fault: str) -> str:
+def plant(src: Path, dst: Path, fault: str, reseal: bool = False) -> str:
+    """Copy ``src`` to ``dst``, plant ``fault`` and return the episode id it concerns.
+
+    ``reseal``: afterwards rewrite every episode's integrity manifest from the files as they now are
+    (what a tool that edits files and re-hashes them leaves), so that ``integrity`` cannot be what
+    catches the fault: only a check of meaning can."""
+    ep = _plant(src, dst, fault)
+    if reseal:
+        for ep_dir in sorted((dst / "episodes").iterdir()):
+            if ep_dir.is_dir() and manifest.read(ep_dir) is not None:
+                manifest.write(ep_dir)
+    return ep
+
+
+def _plant(src: Path, dst: Path, fault: str) -> str:
     shutil.copytree(src, dst)
     eps = dst / "episodes"
     if fault == "drop_frame":

@@ -77,6 +77,112 @@ def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
     return buf.getvalue()
 
 
+class StepRecorder:
+    """Collects one episode's streams, camera frames and sidecar arrays from a physics loop.
+
+    Call :meth:`on_step` with ``(data, s, ctrl)`` before each ``mj_step`` (``data.ctrl`` already set
+    to ``ctrl``; ``data.time == s * timestep``) and once more after the final step (``s`` = number of
+    steps, ``ctrl`` = the last control), the hook contract of :func:`~.tasks.run_episode`; then
+    :meth:`finish`. Any loop that steps the physics (the scripted generator, an environment driven by
+    a policy) records through this one class, so their outputs cannot differ in form."""
+
+    def __init__(self, model: mujoco.MjModel, renderer: SimRenderer | None, index: int,
+                 rec: RecordConfig = RecordConfig(), cameras: tuple[str, ...] | None = None) -> None:
+        self.model = model
+        self.renderer = renderer
+        if renderer is not None:
+            renderer.use_model(model)
+        self.rec = rec
+        self.dt = float(model.opt.timestep)
+        self.dt_ns = int(round(self.dt * 1e9))
+        self.state_every, self.cam_every = rec.every(self.dt)
+        self.base = episode_base_ns(index)
+        self.arms = {side: arm_index(model, side) for side in layout.ARM_SIDES}
+        self.cube_adr = [cube_qpos_adr(model, name)[0] for name in CUBE_NAMES]
+        self.cameras = list(renderer.cameras if cameras is None and renderer is not None else (cameras or ()))
+        self.nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION)
+        self.ctrl_log: list[np.ndarray] = []
+        self.state_steps: list[int] = []
+        self.obs = {side: {"qpos": [], "qvel": [], "qtorque": []} for side in layout.ARM_SIDES}
+        self.act = {side: [] for side in layout.ARM_SIDES}
+        self.f_step, self.f_state, self.f_qpos, self.f_qvel, self.f_obj = [], [], [], [], []
+        self.f_cam = {c: ([], []) for c in self.cameras}
+        self.jpegs = {c: [] for c in self.cameras}
+        self.depth = {c: [] for c in self.cameras}
+        self.labels = {c: [] for c in self.cameras}
+
+    def on_step(self, data: mujoco.MjData, s: int, ctrl: np.ndarray) -> None:
+        model = self.model
+        self.ctrl_log.append(ctrl)
+        if s % self.state_every == 0:
+            self.state_steps.append(s)
+            for side, a in self.arms.items():
+                o = self.obs[side]
+                o["qpos"].append(data.qpos[a.qpos])
+                o["qvel"].append(data.qvel[a.qvel])
+                o["qtorque"].append(data.actuator_force[a.actuators])
+                self.act[side].append(ctrl[a.actuators])
+        if s % self.cam_every == 0:
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_camlight(model, data)
+            st = np.empty(self.nstate)
+            mujoco.mj_getState(model, data, st, mujoco.mjtState.mjSTATE_INTEGRATION)
+            self.f_step.append(s)
+            self.f_state.append(st)
+            self.f_qpos.append(data.qpos.copy())
+            self.f_qvel.append(data.qvel.copy())
+            self.f_obj.append(np.stack([data.qpos[a:a + 7] for a in self.cube_adr]))
+            r = self.renderer
+            for c in self.cameras:
+                self.f_cam[c][0].append(r.cam_pos(data, c))
+                self.f_cam[c][1].append(r.cam_mat(data, c))
+                img = r.render(data, c)
+                self.jpegs[c].append(encode_jpeg(img["rgb"], self.rec.jpeg_quality))
+                self.depth[c].append(img["depth"])
+                self.labels[c].append(img["labels"])
+
+    def finish(self, result: EpisodeResult, variation=None, model_sha256: str | None = None) -> RecordedEpisode:
+        """The recorded episode of ``result`` (``result.steps`` physics steps from ``result.initial_state``)."""
+        model, cameras = self.model, self.cameras
+        steps = result.steps
+        # the last on_step call (after the final mj_step) repeats the last control: not a physics step
+        physics_ctrl = np.array(self.ctrl_log[:steps], dtype=np.float64).reshape(steps, model.nu)
+        ts_state = self.base + np.asarray(self.state_steps, dtype=np.int64) * self.dt_ns
+        ts_frame = self.base + np.asarray(self.f_step, dtype=np.int64) * self.dt_ns
+        data = EpisodeData()
+        for side in layout.ARM_SIDES:
+            data.obs[("arms", side)] = ComponentStreams(
+                ts_state, {k: np.asarray(v, np.float32) for k, v in self.obs[side].items()})
+            data.action[("arms", side)] = ComponentStreams(ts_state, {"qpos": np.asarray(self.act[side], np.float32)})
+        for c in cameras:
+            data.cameras[c] = list(zip(ts_frame.tolist(), self.jpegs[c]))
+        side_arrays = {
+            "initial_state": np.asarray(result.initial_state, np.float64),
+            "physics_ctrl": physics_ctrl,
+            "step": np.asarray(self.f_step, np.float64),
+            "time": np.asarray(self.f_step, np.float64) * self.dt,
+            "frame_timestamp": ts_frame,
+            "state": np.asarray(self.f_state, np.float64),
+            "qpos": np.asarray(self.f_qpos, np.float64),
+            "qvel": np.asarray(self.f_qvel, np.float64),
+            "object_pose": np.asarray(self.f_obj, np.float64),
+        }
+        for c in cameras:
+            side_arrays[f"cam_pos_{c}"] = np.asarray(self.f_cam[c][0], np.float64)
+            side_arrays[f"cam_mat_{c}"] = np.asarray(self.f_cam[c][1], np.float64)
+        if variation is not None:
+            side_arrays[sidecar.VARIATION_KEY] = sidecar.text_array(variation.key())
+            side_arrays[sidecar.MODEL_SHA256_KEY] = sidecar.text_array(str(model_sha256))
+        frame_arrays = {}
+        for c in cameras:
+            frame_arrays[f"depth_{c}"] = np.asarray(self.depth[c], np.float32)
+            frame_arrays[f"labels_{c}"] = np.asarray(self.labels[c], np.uint8)
+        data.files[f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}"] = sidecar.npz_bytes(side_arrays)
+        data.files[f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}"] = sidecar.npz_bytes(frame_arrays, compress=True)
+        return RecordedEpisode(data, result, side_arrays, frame_arrays,
+                               None if variation is None else variation.to_dict(), model_sha256 if variation else None)
+
+
 def record_episode(model: mujoco.MjModel, renderer: SimRenderer, params: EpisodeParams, index: int,
                    rec: RecordConfig = RecordConfig(), max_time: float = 12.0, variation=None,
                    model_sha256: str | None = None) -> RecordedEpisode:
@@ -85,90 +191,6 @@ def record_episode(model: mujoco.MjModel, renderer: SimRenderer, params: Episode
     ``variation``: the :class:`~openarm_sim_dataset.sim.variation.Variation` ``model`` was built with
     and ``model_sha256`` its hash, recorded in the sidecar (nothing is added for the nominal scene).
     ``renderer`` is switched to ``model`` (:meth:`SimRenderer.use_model`)."""
-    renderer.use_model(model)
-    dt = float(model.opt.timestep)
-    dt_ns = int(round(dt * 1e9))
-    state_every, cam_every = rec.every(dt)
-    base = episode_base_ns(index)
-    arms = {side: arm_index(model, side) for side in layout.ARM_SIDES}
-    cube_adr = [cube_qpos_adr(model, name)[0] for name in CUBE_NAMES]
-    cameras = list(renderer.cameras)
-    nstate = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION)
-    spec = mujoco.mjtState.mjSTATE_INTEGRATION
-
-    ctrl_log: list[np.ndarray] = []
-    state_steps: list[int] = []
-    obs = {side: {"qpos": [], "qvel": [], "qtorque": []} for side in layout.ARM_SIDES}
-    act = {side: [] for side in layout.ARM_SIDES}
-    f_step, f_state, f_qpos, f_qvel, f_obj = [], [], [], [], []
-    f_cam = {c: ([], []) for c in cameras}
-    jpegs = {c: [] for c in cameras}
-    depth = {c: [] for c in cameras}
-    labels = {c: [] for c in cameras}
-
-    def on_step(data: mujoco.MjData, s: int, ctrl: np.ndarray) -> None:
-        ctrl_log.append(ctrl)
-        if s % state_every == 0:
-            state_steps.append(s)
-            for side, a in arms.items():
-                o = obs[side]
-                o["qpos"].append(data.qpos[a.qpos])
-                o["qvel"].append(data.qvel[a.qvel])
-                o["qtorque"].append(data.actuator_force[a.actuators])
-                act[side].append(ctrl[a.actuators])
-        if s % cam_every == 0:
-            mujoco.mj_kinematics(model, data)
-            mujoco.mj_camlight(model, data)
-            st = np.empty(nstate)
-            mujoco.mj_getState(model, data, st, spec)
-            f_step.append(s)
-            f_state.append(st)
-            f_qpos.append(data.qpos.copy())
-            f_qvel.append(data.qvel.copy())
-            f_obj.append(np.stack([data.qpos[a:a + 7] for a in cube_adr]))
-            for c in cameras:
-                f_cam[c][0].append(renderer.cam_pos(data, c))
-                f_cam[c][1].append(renderer.cam_mat(data, c))
-                img = renderer.render(data, c)
-                jpegs[c].append(encode_jpeg(img["rgb"], rec.jpeg_quality))
-                depth[c].append(img["depth"])
-                labels[c].append(img["labels"])
-
-    result = run_episode(model, params, on_step=on_step, max_time=max_time)
-    steps = result.steps
-    # the last on_step call (after the final mj_step) repeats the last control: not a physics step
-    physics_ctrl = np.array(ctrl_log[:steps], dtype=np.float64).reshape(steps, model.nu)
-
-    ts_state = base + np.asarray(state_steps, dtype=np.int64) * dt_ns
-    ts_frame = base + np.asarray(f_step, dtype=np.int64) * dt_ns
-    data = EpisodeData()
-    for side in layout.ARM_SIDES:
-        data.obs[("arms", side)] = ComponentStreams(ts_state, {k: np.asarray(v, np.float32) for k, v in obs[side].items()})
-        data.action[("arms", side)] = ComponentStreams(ts_state, {"qpos": np.asarray(act[side], np.float32)})
-    for c in cameras:
-        data.cameras[c] = list(zip(ts_frame.tolist(), jpegs[c]))
-    side_arrays = {
-        "initial_state": np.asarray(result.initial_state, np.float64),
-        "physics_ctrl": physics_ctrl,
-        "step": np.asarray(f_step, np.float64),
-        "time": np.asarray(f_step, np.float64) * dt,
-        "frame_timestamp": ts_frame,
-        "state": np.asarray(f_state, np.float64),
-        "qpos": np.asarray(f_qpos, np.float64),
-        "qvel": np.asarray(f_qvel, np.float64),
-        "object_pose": np.asarray(f_obj, np.float64),
-    }
-    for c in cameras:
-        side_arrays[f"cam_pos_{c}"] = np.asarray(f_cam[c][0], np.float64)
-        side_arrays[f"cam_mat_{c}"] = np.asarray(f_cam[c][1], np.float64)
-    if variation is not None:
-        side_arrays[sidecar.VARIATION_KEY] = sidecar.text_array(variation.key())
-        side_arrays[sidecar.MODEL_SHA256_KEY] = sidecar.text_array(str(model_sha256))
-    frame_arrays = {}
-    for c in cameras:
-        frame_arrays[f"depth_{c}"] = np.asarray(depth[c], np.float32)
-        frame_arrays[f"labels_{c}"] = np.asarray(labels[c], np.uint8)
-    data.files[f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}"] = sidecar.npz_bytes(side_arrays)
-    data.files[f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}"] = sidecar.npz_bytes(frame_arrays, compress=True)
-    return RecordedEpisode(data, result, side_arrays, frame_arrays,
-                           None if variation is None else variation.to_dict(), model_sha256 if variation else None)
+    recorder = StepRecorder(model, renderer, index, rec)
+    result = run_episode(model, params, on_step=recorder.on_step, max_time=max_time)
+    return recorder.finish(result, variation, model_sha256)
