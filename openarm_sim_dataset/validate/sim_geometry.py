@@ -1,0 +1,200 @@
+"""Geometry checks of simulated frames: stored depth, intrinsics K and per-frame camera poses against
+the scene (``sim_geometry``: floor/table planes; ``sim_reprojection``: cube centres in the fixed camera;
+``sim_wrist_projection``: the red cube on its label in the wrist camera).
+
+They use the stored depth, K and camera poses, so a depth written in millimetres or a camera pose that
+stopped updating fails them even though every array has the right shape and dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import sidecar
+from ..gl import import_mujoco
+from .core import Context, EpisodeCheck, Outcome
+from .sim_model import (
+    CUBE_HALF_DIAGONAL, ModelProblem, _cameras, _episode_K, _model_problems, _sidecar_and_model, back_project, project,
+)
+
+
+def _plane_heights(m) -> dict[int, float]:
+    """World z (m) of the floor plane (label 1) and the table top (label 2) in model ``m``."""
+    mujoco = import_mujoco()
+
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    top = m.geom("table_top").id
+    return {1: float(d.geom_xpos[m.geom("floor").id][2]), 2: float(d.geom_xpos[top][2] + m.geom_size[top][2])}
+
+
+def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelProblem | None:
+    """Median plane error (m) of each camera of episode ``ep`` with floor/table pixels, measured against
+    the planes and K of the episode's own model."""
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    fr = ctx.frames(ep)
+    if not isinstance(fr, dict):
+        return None
+    planes = _plane_heights(m)
+    medians = []
+    for cam in _cameras(ctx):
+        K = _episode_K(ctx, ep, cam, m)
+        depth, labels = fr.get(f"depth_{cam}"), fr.get(f"labels_{cam}")
+        pos, mat = side.get(f"cam_pos_{cam}"), side.get(f"cam_mat_{cam}")
+        if depth is None or labels is None or pos is None or mat is None:
+            continue
+        errs = []
+        h, w = depth.shape[1:]
+        vv, uu = np.mgrid[0:h, 0:w]
+        for k in range(len(depth)):
+            for label, z in planes.items():
+                mask = labels[k] == label
+                if not mask.any():
+                    continue
+                uv = np.stack([uu[mask], vv[mask]], 1).astype(np.float64)
+                p = back_project(K, pos[k], mat[k], uv, depth[k][mask].astype(np.float64))
+                errs.append(np.abs(p[:, 2] - z))
+        if errs:
+            medians.append(float(np.median(np.concatenate(errs))))
+    return medians
+
+
+def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    parts, bad, problems = _model_problems(parts)
+    figures = []
+    for ep, medians in parts.items():
+        for med in medians or []:
+            figures.append(med)
+            if med > ctx.t.plane_error:
+                bad.append(ep)
+    detail = (f"{len(figures)} episode-cameras, median floor/table plane error: mean {np.mean(figures) * 1e6:.1f} um, "
+              f"max {np.max(figures) * 1e6:.1f} um (limit {ctx.t.plane_error * 1e3:g} mm)") if figures else "no floor/table pixels"
+    return Outcome(not bad and bool(figures), detail + (f"; {problems[0]}" if problems else ""), bad)
+
+
+check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce)
+
+
+def _fixed_camera(ctx: Context) -> str | None:
+    cams = _cameras(ctx)
+    return "head" if "head" in cams else next((c for c in cams if not c.startswith("wrist")), None)
+
+
+def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | ModelProblem | None:
+    """Pixel distances between projected cube centres and their mask centroids in ``cam`` (K of the
+    episode's own model)."""
+    if cam is None:
+        return None
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    fr = ctx.frames(ep)
+    if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+        return None
+    K = _episode_K(ctx, ep, cam, m)
+    labels = fr[f"labels_{cam}"]
+    h, w = labels.shape[1:]
+    pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
+    ep_err = []
+    for c in range(pose.shape[1]):
+        counts = (labels == 4 + c).sum(axis=(1, 2))
+        typical = np.median(counts[counts > 0]) if (counts > 0).any() else 0
+        for k in range(len(labels)):
+            mask = labels[k] == 4 + c
+            # skip occluded or cut masks: their centroid is not the object's
+            if counts[k] < max(20, 0.8 * typical) or mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any():
+                continue
+            vs, us = np.nonzero(mask)
+            uv, _ = project(K, pos[k], mat[k], pose[k, c, :3][None])
+            ep_err.append(float(np.hypot(uv[0, 0] - us.mean(), uv[0, 1] - vs.mean())))
+    return ep_err
+
+
+def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
+    if cam is None:
+        return Outcome(True, "no fixed camera", skipped=True, applicable=False)
+    parts, bad, problems = _model_problems(parts)
+    errors = []
+    for ep, ep_err in parts.items():
+        ep_err = ep_err or []
+        errors += ep_err
+        if ep_err and max(ep_err) > ctx.t.reprojection_px:
+            bad.append(ep)
+    if problems:
+        return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
+    if not errors:
+        # nothing measurable (images too small for >= 20-pixel masks, or every cube occluded): no verdict
+        return Outcome(True, "no unoccluded cube mask of >= 20 pixels clear of the border to measure", skipped=True)
+    e = np.array(errors)
+    return Outcome(not bad, f"{len(e)} cube-frames, mean {e.mean():.2f} px, max {e.max():.2f} px (limit {ctx.t.reprojection_px} px)", bad)
+
+
+check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduce, _fixed_camera)
+
+
+def _wrist_camera(ctx: Context) -> str | None:
+    cams = [c for c in _cameras(ctx) if c.startswith("wrist")]
+    return ("wrist_right" if "wrist_right" in cams else cams[0]) if cams else None
+
+
+def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | ModelProblem | None:
+    """(frames with the red cube centre in view of ``cam``, of them on its own label), with K and the
+    cube size of the episode's own model."""
+    if cam is None:
+        return None
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    fr = ctx.frames(ep)
+    if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
+        return None
+    from ..sim.scene import cube_half_size
+
+    K = _episode_K(ctx, ep, cam, m)
+    half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
+    labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
+    h, w = labels.shape[1:]
+    pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
+    ep_in = ep_hit = 0
+    for k in range(len(labels)):
+        uv, z = project(K, pos[k], mat[k], pose[k, 0, :3][None])
+        if not np.isfinite(uv).all() or z[0] <= 0:
+            continue
+        u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
+        if not (0 <= u < w and 0 <= v < h):
+            continue
+        # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
+        if depth is not None and depth[k, v, u] < z[0] - half_diagonal:
+            continue
+        ep_in += 1
+        ep_hit += int(labels[k, v, u] == 4)
+    return ep_in, ep_hit
+
+
+def _wrist_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
+    if cam is None:
+        return Outcome(True, "no wrist camera", skipped=True, applicable=False)
+    parts, bad, problems = _model_problems(parts)
+    in_view, hits = 0, 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        ep_in, ep_hit = part
+        in_view += ep_in
+        hits += ep_hit
+        if ep_in and ep_hit / ep_in <= ctx.t.wrist_hit_fraction:
+            bad.append(ep)
+    if problems:
+        return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
+    if in_view == 0:
+        return Outcome(False, f"red cube never in view of {cam}", list(ctx.episodes))
+    return Outcome(not bad, f"{cam}: red cube centre on its label in {hits}/{in_view} in-view frames "
+                   f"({hits / in_view:.1%}; per episode > {ctx.t.wrist_hit_fraction:.0%} required)", bad)
+
+
+check_sim_wrist = EpisodeCheck(_wrist_episode, _wrist_reduce, _wrist_camera)

@@ -1,0 +1,183 @@
+"""The shared preamble of the simulation checks: the model an episode ran on, the renderer, projection.
+
+Every check that simulates, renders or measures runs on the model the episode ran on: the nominal
+scene's, or for a randomised episode the scene rebuilt with its recorded variation
+(:func:`episode_model`; its hash must be the episode's recorded ``model_sha256``). K is the dataset's
+(the nominal model's) for a nominal episode and the episode model's for a randomised one; camera poses
+come from the sidecar. An episode check starts with :func:`_sidecar_and_model` (sidecar, else nothing
+to check; model rebuilt as recorded, else a :class:`ModelProblem`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from .. import layout, sidecar
+from ..errors import DatasetError
+from .core import Context
+
+
+#: Half the space diagonal of a 40 mm cube (m): no cube surface is nearer than centre depth minus this.
+#: (A randomised episode's cube: its own model's size, see :func:`_wrist_episode`.)
+CUBE_HALF_DIAGONAL = 0.02 * 3**0.5
+
+# ----------------------------------------------------------------------------- model access
+def scene_config(ctx: Context):
+    """The SceneConfig stored in metadata (lists turned back into tuples)."""
+    from ..sim.scene import SceneConfig
+
+    stored = dict(ctx.ds.meta.simulation.get("scene") or {})
+    names = {f.name for f in dataclasses.fields(SceneConfig)}
+    unknown = sorted(set(stored) - names)
+    if unknown:
+        raise ValueError(f"scene keys unknown to this version: {', '.join(unknown)}")
+    return SceneConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
+
+
+def built_model(ctx: Context):
+    """The model compiled from the stored scene configuration, with its hash (per-process cache; shared:
+    never modify it). Used to diagnose provenance, whatever the hash."""
+    from ..sim.models import cached_model
+
+    return cached_model(scene_config(ctx))
+
+
+def model(ctx: Context):
+    """A copy of the model rebuilt from the stored scene configuration (compiled once per process),
+    refused (:class:`~openarm_sim_dataset.sim.models.ModelMismatchError`) unless its hash is the
+    recorded ``model_sha256``: no check replays or projects on a model other than the recorded one."""
+    if "model" not in ctx.cache:
+        from ..sim.models import load_model
+
+        ctx.cache["model"] = load_model(scene_config(ctx), _sim(ctx).get("model_sha256"),
+                                        ctx.ds.root / layout.METADATA_FILE)
+    return ctx.cache["model"]
+
+
+#: One SimRenderer per process (a GL context costs 0.2-0.9 s): ``{"entry": (key, renderer)}``, the key
+#: being the stored scene configuration and model hash; a dataset with another scene replaces it.
+_RENDERER: dict = {}
+
+
+def episode_variation(ctx: Context, ep: str):
+    """The :class:`~openarm_sim_dataset.sim.variation.Variation` recorded in episode ``ep``'s metadata
+    entry, or None (nominal scene). A malformed one raises :class:`DatasetError` naming the file."""
+    from ..sim.variation import Variation
+
+    entry = ctx.ds.episode(ep)
+    if sidecar.VARIATION_KEY not in entry:
+        return None
+    try:
+        return Variation.from_dict(entry[sidecar.VARIATION_KEY])
+    except ValueError as e:
+        raise DatasetError(ctx.ds.root / layout.METADATA_FILE, f"episode {ep}: {e}") from None
+
+
+def episode_model(ctx: Context, ep: str):
+    """The model episode ``ep`` ran on (a private copy): :func:`model` for a nominal episode, else the
+    scene rebuilt with its recorded variation, refused (:class:`ModelMismatchError`, a DatasetError)
+    unless it hashes to the episode's recorded ``model_sha256``."""
+    variation = episode_variation(ctx, ep)
+    if variation is None:
+        return model(ctx)
+    from ..sim.models import load_model
+
+    where = f"{ctx.ds.root / layout.METADATA_FILE}: episode {ep}"
+    recorded = ctx.ds.episode(ep).get(sidecar.MODEL_SHA256_KEY)
+    if not isinstance(recorded, str):
+        raise DatasetError(where, "has a variation but no model_sha256")
+    return load_model(scene_config(ctx), recorded, where, variation=variation)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelProblem:
+    """What an episode function returns instead of its figures when the episode's model cannot be
+    rebuilt as recorded (``text`` names the file and the episode): the reduce makes the episode fail
+    with it. Small and picklable, as every partial of an :class:`EpisodeCheck` (Ray tasks return it)."""
+
+    text: str
+
+
+def _sidecar_and_model(ctx: Context, ep: str):
+    """``(sidecar, episode model)`` of ``ep`` for an episode check: None without a usable sidecar (nothing
+    to check), or a :class:`ModelProblem` saying why its model cannot be rebuilt as recorded."""
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
+    try:
+        return side, episode_model(ctx, ep)
+    except DatasetError as e:
+        return ModelProblem(str(e))
+
+
+def _model_problems(parts: dict) -> tuple[dict, list[str], list[str]]:
+    """``(parts without ModelProblem markers, their episodes, their texts)``, in episode order."""
+    problems = {ep: p.text for ep, p in parts.items() if isinstance(p, ModelProblem)}
+    return {ep: p for ep, p in parts.items() if ep not in problems}, list(problems), list(problems.values())
+
+
+def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
+    """K of ``cam`` for episode ``ep``: the dataset's for a nominal episode, the episode model's otherwise."""
+    if sidecar.VARIATION_KEY not in ctx.ds.episode(ep):
+        return _K(ctx, cam)
+    from ..sim.render import intrinsics
+
+    scene = _sim(ctx)["scene"]
+    return intrinsics(m, cam, int(scene["width"]), int(scene["height"]))
+
+
+def renderer(ctx: Context):
+    """The process's SimRenderer for the stored scene (created on first use, then reused; its own
+    ``.model`` is the model it renders)."""
+    from ..sim.render import SimRenderer
+
+    cfg = scene_config(ctx)
+    key = (repr(cfg), _sim(ctx).get("model_sha256"), os.environ.get("MUJOCO_GL"))
+    entry = _RENDERER.get("entry")
+    if entry is not None and entry[0] == key:
+        return entry[1]
+    if entry is not None:
+        entry[1].close()
+        _RENDERER.clear()
+    r = SimRenderer(model(ctx), cfg)
+    _RENDERER["entry"] = (key, r)
+    return r
+
+
+def same_renderer(ctx: Context, r) -> bool:
+    """Whether this process renders with the GL implementation the dataset was recorded with."""
+    return r.gl_renderer == _sim(ctx).get("gl_renderer")
+
+
+def _sim(ctx: Context) -> dict:
+    return ctx.ds.meta.simulation
+
+
+def _cameras(ctx: Context) -> list[str]:
+    return list((_sim(ctx).get("cameras") or {}).keys())
+
+
+def _K(ctx: Context, cam: str) -> np.ndarray:
+    return np.asarray(_sim(ctx)["cameras"][cam]["K"], dtype=np.float64)
+
+
+def project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel coordinates (N, 2) and depth along the optical axis (N,) of world points (N, 3)."""
+    R = mat.reshape(3, 3)
+    c = (points - pos) @ R  # MuJoCo camera coordinates: x right, y up, looking along -z
+    x, y, z = c[:, 0], -c[:, 1], -c[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = K[0, 0] * x / z + K[0, 2]
+        v = K[1, 1] * y / z + K[1, 2]
+    return np.stack([u, v], 1), z
+
+
+def back_project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, uv: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """World points (N, 3) of pixels ``uv`` (N, 2) at ``depth`` (N,) metres along the optical axis."""
+    x = (uv[:, 0] - K[0, 2]) / K[0, 0] * depth
+    y = (uv[:, 1] - K[1, 2]) / K[1, 1] * depth
+    c = np.stack([x, -y, -depth], 1)
+    return pos + c @ mat.reshape(3, 3).T

@@ -1,0 +1,132 @@
+"""``sim_render``: stored camera frames rendered again from their stored states; ``sim_regenerate``: whole
+episodes generated again from their seed and compared array for array (on request).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Context, EpisodeCheck, Outcome
+from .sim_model import ModelProblem, _sidecar_and_model, _sim, model, renderer, same_renderer, scene_config
+
+
+class _StoredJpegs:
+    """``[k]`` -> the stored JPEG bytes of frame k of one camera, read when asked (stride skips)."""
+
+    def __init__(self, cam):
+        self.cam = cam
+
+    def __getitem__(self, k: int) -> bytes:
+        return self.cam.get_frame(k).read_bytes()
+
+
+# sim_render: every (``sim_render_stride``-th) camera frame rendered again from its stored integration
+# state, on the episode's own model, and re-encoded at the recorded JPEG quality: on the recording's GL
+# renderer the bytes must equal the stored JPEG; elsewhere the decoded pixels must reach
+# ``render_psnr_db`` (approximate).
+def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
+    """(frames re-rendered, JPEG-identical, lowest PSNR, problem or None) of episode ``ep``; None without
+    a usable sidecar."""
+    from ..sim.replay import rerender
+
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    same = same_renderer(ctx, r)
+    floor = ctx.t.render_psnr_db
+    cams = ctx.cameras(ep)
+    if not isinstance(cams, dict) or any(c not in cams for c in r.cameras):
+        return 0, 0, float("inf"), f"episode {ep}: cameras {list(r.cameras)} not all readable"
+    odd = [c for c in r.cameras if not np.array_equal(cams[c].timestamps, side["frame_timestamp"])]
+    if odd:
+        return 0, 0, float("inf"), f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp"
+    rr = rerender(m, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(_sim(ctx)["jpeg_quality"]), r,
+                  stride=max(1, int(ctx.t.sim_render_stride)), depth_labels=False, psnr_always=not same)
+    problem = None
+    if rr.differences(same, floor):
+        cam, k, ts = rr.first_jpeg_mismatch if same else rr.worst_psnr_at
+        what = (f"re-encoded render differs from the stored JPEG (PSNR {rr.min_psnr_db:.1f} dB)" if same
+                else f"PSNR {rr.min_psnr_db:.1f} dB below {floor:g} dB")
+        problem = f"episode {ep} camera {cam} frame {k} (t={ts} ns): {what}"
+    return rr.frames, rr.jpeg_exact, rr.min_psnr_db, problem
+
+
+def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
+    sim = _sim(ctx)
+    same = same_renderer(ctx, r)
+    stride = max(1, int(ctx.t.sim_render_stride))
+    floor = ctx.t.render_psnr_db
+    bad, problems, n, exact, min_psnr = [], [], 0, 0, float("inf")
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        if isinstance(part, ModelProblem):  # counted among the episodes that differ, in episode order
+            bad.append(ep)
+            problems.append(part.text)
+            continue
+        n += part[0]
+        exact += part[1]
+        min_psnr = min(min_psnr, part[2])
+        if part[3] is not None:
+            bad.append(ep)
+            problems.append(part[3])
+    missing = [ep for ep, part in parts.items() if part is None]  # no sidecar: no state to render from
+    mode = (f"exact JPEG bytes required (GL renderer as recorded: {r.gl_renderer})" if same else
+            f"approximate, the renderer differs (here {r.gl_renderer!r}, recorded {sim.get('gl_renderer')!r}): "
+            f"decoded pixels must reach PSNR >= {floor:g} dB")
+    psnr = "" if min_psnr == float("inf") else f", lowest PSNR {min_psnr:.1f} dB"
+    detail = (f"{n} camera frames re-rendered (every {stride}{'st' if stride == 1 else 'th'}): {exact}/{n} JPEG bytes "
+              f"identical{psnr}; {mode}"
+              + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
+              + (f"; {len(problems)} episode(s) differ, first: {problems[0]}" if problems else ""))
+    return Outcome(not bad and not missing and n > 0, detail, bad + missing)
+
+
+check_sim_render = EpisodeCheck(_render_episode, _render_reduce, renderer)
+
+
+def check_sim_regenerate(ctx: Context) -> Outcome:
+    if not ctx.regenerate:
+        return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
+    from ..sim.generate import config_from_simulation, record_index
+
+    sim = _sim(ctx)
+    # the recorded task list and randomisation mode too: the right task on the right model is rebuilt
+    cfg = config_from_simulation(sim, scene_config(ctx))
+    r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
+    bad, arrays, first = [], 0, None
+    for ep in ctx.regenerate:
+        index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
+        rec = record_index(cfg, index, model(ctx), r)
+        side, fr = ctx.sidecar(ep), ctx.frames(ep)
+        diffs = []
+        if not isinstance(side, dict) or not isinstance(fr, dict):
+            diffs.append("stored sidecar unreadable")
+        else:
+            for k, v in rec.sidecar.items():
+                arrays += 1
+                if k not in side or not np.array_equal(side[k], v):
+                    diffs.append(k)
+            for k, v in rec.frames.items():
+                arrays += 1
+                if k not in fr or not np.array_equal(fr[k], v):
+                    diffs.append(k)
+        for kind, groups in (("obs", rec.data.obs), ("action", rec.data.action)):
+            stored = ctx.streams(ep, kind)
+            for (emb, comp), g in groups.items():
+                for attr, values in g.attributes.items():
+                    arrays += 1
+                    s = stored.get(f"{emb}/{comp}/{attr}") if isinstance(stored, dict) else None
+                    if s is None or not np.array_equal(s.values, values) or not np.array_equal(s.timestamps, g.timestamps):
+                        diffs.append(f"{kind} {comp} {attr}")
+        cams = ctx.cameras(ep)
+        for name, frames in rec.data.cameras.items():
+            arrays += 1
+            if not isinstance(cams, dict) or [f.read_bytes() for f in cams[name]] != [b for _, b in frames]:
+                diffs.append(f"camera {name} images")
+        if diffs:
+            bad.append(ep)
+            first = first or f"episode {ep}: differs in {', '.join(diffs[:4])}"
+    return Outcome(not bad, f"{len(ctx.regenerate)} episode(s) regenerated from their seed, {arrays} arrays compared"
+                   + (f"; {first}" if first else ""), bad)

@@ -1,0 +1,184 @@
+"""Checks that each episode's simulation sidecar is there, well formed, in range and agrees with the
+parquet streams (``sim_episodes``, ``sim_schema``, ``sim_ranges``, ``sim_streams_agree``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layout, sidecar
+from ..gl import import_mujoco
+from .core import Context, EpisodeCheck, Outcome
+from .sim_model import _cameras, _sim, model
+
+
+def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
+    """Why episode ``ep`` has no usable sidecar, or None."""
+    side = ctx.sidecar(ep)
+    return None if isinstance(side, dict) else side
+
+
+def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    missing = [ep for ep, problem in parts.items() if problem is not None]
+    root = ctx.ds.root / layout.EPISODES_DIR
+    orphans = sorted(p.parent.name for p in root.glob(f"*/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}")
+                     if p.parent.parent.name not in set(ctx.ds.episode_ids)) if root.is_dir() else []
+    n = len(ctx.episodes) - len(missing)
+    detail = f"{n} sidecars for {len(ctx.episodes)} episodes"
+    if missing:
+        detail += f"; missing/unreadable: {parts[missing[0]]}"
+    if orphans:
+        detail += f"; {len(orphans)} sidecar(s) of unlisted episodes"
+    return Outcome(not missing and not orphans, detail, missing)
+
+
+check_sim_episodes = EpisodeCheck(_sidecar_problem, _episodes_reduce)
+
+
+def _schema_prepare(ctx: Context) -> tuple:
+    mujoco = import_mujoco()
+
+    m = model(ctx)
+    cams = _cameras(ctx)
+    size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION)
+    shapes = sidecar.expected_shapes(cams, m.nq, m.nv, m.nu, size)
+    w, h = int(_sim(ctx)["scene"]["width"]), int(_sim(ctx)["scene"]["height"])
+    return cams, shapes, w, h
+
+
+def _schema_episode(ctx: Context, ep: str, prep: tuple) -> tuple[str, str | None]:
+    """``("missing", why)`` without a usable sidecar, else ``("ok", first problem or None)``."""
+    cams, shapes, w, h = prep
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return "missing", side
+    problems = sidecar.check_arrays(side, shapes, ctx.sim_dir(ep))
+    frames = ctx.frames(ep)
+    if isinstance(frames, str):
+        problems.append(frames)
+    else:
+        nf = len(side.get("step", []))
+        for cam in cams:
+            for key, dtype in ((f"depth_{cam}", np.float32), (f"labels_{cam}", np.uint8)):
+                a = frames.get(key)
+                if a is None:
+                    problems.append(f"missing {key}")
+                elif a.dtype != dtype or a.shape != (nf, h, w):
+                    problems.append(f"{key} is {a.dtype}{a.shape}, expected {np.dtype(dtype)}{(nf, h, w)}")
+    return "ok", (problems[0] if problems else None)
+
+
+def _schema_reduce(ctx: Context, prep: tuple, parts: dict) -> Outcome:
+    shapes = prep[1]
+    bad, first = [], None
+    for ep, (kind, problem) in parts.items():
+        if kind == "ok" and problem is not None:
+            bad.append(ep)
+            first = first or f"episode {ep}: {problem}"
+    n = sum(kind == "ok" for kind, _ in parts.values())
+    missing = [ep for ep, (kind, _) in parts.items() if kind == "missing"]
+    if missing and not first:
+        first = f"episode {missing[0]}: {parts[missing[0]][1]}"
+    return Outcome(not bad and not missing and n > 0, f"{n} sidecars, {len(shapes)} arrays each" + (f"; {first}" if first else ""),
+                   bad + missing)
+
+
+check_sim_schema = EpisodeCheck(_schema_episode, _schema_reduce, _schema_prepare)
+
+
+def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] | None:
+    """(frames with object poses, first problem or None); None without a usable sidecar."""
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
+    known = np.array(sorted(sidecar.LABELS), dtype=np.uint8)
+    problems, frames = [], 0
+    steps = side.get("step")
+    if steps is not None and len(steps) > 1 and len(np.unique(np.diff(steps))) != 1:
+        problems.append("frame interval not constant")
+    pose = side.get("object_pose")
+    if pose is not None and pose.size:
+        frames += len(pose)
+        err = np.abs(np.linalg.norm(pose[..., 3:7], axis=-1) - 1)
+        if np.max(err) > 1e-6:
+            problems.append(f"object quaternions off unit norm by {np.max(err):.2g}")
+    fr = ctx.frames(ep)
+    if isinstance(fr, dict):
+        for key, a in fr.items():
+            if key.startswith("depth_") and not (np.all(np.isfinite(a)) and np.all(a > 0)):
+                problems.append(f"{key}: non-finite or non-positive depth")
+            if key.startswith("labels_") and not np.all(np.isin(np.unique(a), known)):
+                problems.append(f"{key}: unknown labels {sorted(set(np.unique(a)) - set(known))}")
+    return frames, (problems[0] if problems else None)
+
+
+def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    bad, first, frames = [], None, 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        frames += part[0]
+        if part[1] is not None:
+            bad.append(ep)
+            first = first or f"episode {ep}: {part[1]}"
+    return Outcome(not bad, f"{frames} frames: constant interval, unit quaternions, finite positive depth, known labels"
+                   + (f"; {first}" if first else ""), bad)
+
+
+check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce)
+
+
+def _streams_prepare(ctx: Context) -> tuple:
+    from ..sim.scene import arm_index
+
+    # the arms' joint and actuator indices: a variation changes no joint or actuator, only cubes and looks
+    m = model(ctx)
+    dt_ns = int(round(float(_sim(ctx)["timestep_s"]) * 1e9))
+    return dt_ns, {s: arm_index(m, s) for s in layout.ARM_SIDES}
+
+
+def _streams_episode(ctx: Context, ep: str, prep: tuple) -> tuple[int, bool] | None:
+    """(values compared, all equal) of episode ``ep``'s parquet streams against its sidecar."""
+    dt_ns, arms = prep
+    side = ctx.sidecar(ep)
+    if not isinstance(side, dict):
+        return None
+    compared = 0
+    obs, act = ctx.streams(ep, "obs"), ctx.streams(ep, "action")
+    if not isinstance(obs, dict) or not isinstance(act, dict):
+        return 0, False
+    ft = side["frame_timestamp"]
+    base = int(ft[0]) - int(side["step"][0]) * dt_ns
+    ok = True
+    for s, a in arms.items():
+        o = obs.get(f"arms/{s}/qpos")
+        ac = act.get(f"arms/{s}/qpos")
+        if o is None or ac is None:
+            ok = False
+            continue
+        idx = np.searchsorted(o.timestamps, ft)
+        found = (idx < len(o)) & (o.timestamps[np.minimum(idx, len(o) - 1)] == ft)
+        expected = side["qpos"][found][:, a.qpos].astype(np.float32)
+        ok &= bool(found.all()) and np.array_equal(o.values[idx[found]], expected)
+        steps = (ac.timestamps - base) // dt_ns
+        inside = (steps >= 0) & (steps < len(side["physics_ctrl"]))
+        tracked = side["physics_ctrl"][steps[inside]][:, a.actuators].astype(np.float32)
+        ok &= bool(inside.sum() >= len(ac) - 1) and np.array_equal(ac.values[inside], tracked)
+        compared += len(expected) + int(inside.sum())
+    return compared, bool(ok)
+
+
+def _streams_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    bad, compared, first = [], 0, None
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        compared += part[0]
+        if not part[1]:
+            bad.append(ep)
+            first = first or f"episode {ep}: parquet streams differ from the sidecar"
+    return Outcome(not bad and compared > 0, f"{compared} obs frames and action samples equal the sidecar's float32"
+                   + (f"; {first}" if first else ""), bad)
+
+
+check_sim_streams_agree = EpisodeCheck(_streams_episode, _streams_reduce, _streams_prepare)
