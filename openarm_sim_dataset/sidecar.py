@@ -19,9 +19,20 @@ Files (per episode, under ``episodes/<id>/sim/``, never opened by openarm_datase
                                     metadata entry
     ``model_sha256``    (64,) uint8 randomised episodes only: ASCII hex SHA-256 of the MJB of the
                                     model the episode ran on (its variation applied)
+    ``episode``         (N,) uint8  schema 2: UTF-8 JSON of the episode's identity as the generator
+                                    knew it: ``{"task", "arms", "seed_inputs": {"seed", "index"}}``
+                                    (must equal its metadata entry; see ``EPISODE_KEY``)
+    ``judge``           (N,) uint8  schema 2: UTF-8 JSON of what the task's success rule read besides
+                                    the judged state: ``{"step": physics step of the judged state or
+                                    null (timeout), "lanes": [{"outcome", "lost_phase", "lifted"}]}``
+                                    (:meth:`~openarm_sim_dataset.sim.tasks.planner.ScriptedController.judge_facts`)
 ``frames.npz``
     ``depth_<cam>``     (F, H, W) float32  metres along the optical axis
     ``labels_<cam>``    (F, H, W) uint8    see ``LABELS``
+
+Schema versions (``simulation.schema_version`` in metadata.yaml): 1, the arrays above without
+``episode`` and ``judge``; 2 adds them. A schema-1 sidecar still reads; the checks that need the
+facts it lacks skip its episodes, saying so.
 
 npz files are written with fixed zip timestamps so that regeneration is byte-identical, and read
 with ``allow_pickle=False``.
@@ -41,7 +52,9 @@ import numpy as np
 from .atomic import atomic_write_bytes
 from .errors import DatasetError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The first schema whose sidecars hold ``episode`` and ``judge``.
+FACTS_SCHEMA = 2
 SIDECAR_FILE = "sidecar.npz"
 FRAMES_FILE = "frames.npz"
 LABELS = {0: "background", 1: "floor", 2: "table", 3: "robot", 4: "red_cube", 5: "green_cube", 6: "blue_cube", 7: "tray"}
@@ -49,6 +62,11 @@ OBJECTS = ("red_cube", "green_cube", "blue_cube")
 #: Sidecar arrays (and metadata entry keys) of a randomised episode; absent when nothing was varied.
 VARIATION_KEY = "variation"
 MODEL_SHA256_KEY = "model_sha256"
+#: Sidecar arrays of schema 2 (JSON text): the episode's identity, and its judge's history facts.
+EPISODE_KEY = "episode"
+JUDGE_KEY = "judge"
+#: The keys of the ``episode`` JSON (each equal to the metadata entry's key of the same name).
+IDENTITY_FIELDS = ("task", "arms", "seed_inputs")
 
 
 class SidecarError(DatasetError):
@@ -101,6 +119,35 @@ def check_arrays(arrays: dict[str, np.ndarray], shapes: dict[str, tuple], path: 
 def text_array(text: str) -> np.ndarray:
     """A string stored in an npz without pickle: its UTF-8 bytes as a 1-D uint8 array."""
     return np.frombuffer(text.encode(), dtype=np.uint8).copy()
+
+
+def json_array(value: object) -> np.ndarray:
+    """A JSON-able value stored as :func:`text_array` of its canonical JSON (sorted keys: same value, same bytes)."""
+    import json
+
+    return text_array(json.dumps(value, sort_keys=True, separators=(",", ":")))
+
+
+def read_json(arrays: dict[str, np.ndarray], key: str, path: str | os.PathLike) -> dict | None:
+    """The JSON object stored under ``key`` by :func:`json_array`, or None when the sidecar has no
+    ``key`` (an older schema). Raises :class:`SidecarError` (naming ``path``) when it is not 1-D uint8
+    UTF-8 text of a JSON object."""
+    import json
+
+    if key not in arrays:
+        return None
+    a = arrays[key]
+    if a.dtype != np.uint8 or a.ndim != 1:
+        raise SidecarError(path, f"{key} is {a.dtype}{a.shape}, expected 1-D uint8 text")
+    try:
+        value = json.loads(a.tobytes().decode())
+    except UnicodeDecodeError:
+        raise SidecarError(path, f"{key} is not UTF-8 text") from None
+    except ValueError as e:
+        raise SidecarError(path, f"{key} is not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise SidecarError(path, f"{key} is not a JSON object")
+    return value
 
 
 def episode_variation(arrays: dict[str, np.ndarray], path: str | os.PathLike) -> tuple[dict | None, str | None]:

@@ -96,6 +96,7 @@ class StepRecorder:
         self.dt = float(model.opt.timestep)
         self.dt_ns = int(round(self.dt * 1e9))
         self.state_every, self.cam_every = rec.every(self.dt)
+        self.index = int(index)
         self.base = episode_base_ns(index)
         self.arms = {side: arm_index(model, side) for side in layout.ARM_SIDES}
         self.cube_adr = [cube_qpos_adr(model, name)[0] for name in CUBE_NAMES]
@@ -141,8 +142,14 @@ class StepRecorder:
                 self.depth[c].append(img["depth"])
                 self.labels[c].append(img["labels"])
 
-    def finish(self, result: EpisodeResult, variation=None, model_sha256: str | None = None) -> RecordedEpisode:
-        """The recorded episode of ``result`` (``result.steps`` physics steps from ``result.initial_state``)."""
+    def finish(self, result: EpisodeResult, variation=None, model_sha256: str | None = None,
+               params: EpisodeParams | None = None) -> RecordedEpisode:
+        """The recorded episode of ``result`` (``result.steps`` physics steps from ``result.initial_state``).
+
+        ``params``: the episode's parameters, whose task, arm(s) and seed inputs the sidecar records
+        (``episode``, schema 2), with the judge's history facts of ``result`` (``judge``), so that a
+        validator can tell the episode's identity and judge it again; a loop without a scripted task
+        (e.g. a policy in an environment) passes None and records neither."""
         model, cameras = self.model, self.cameras
         steps = result.steps
         # the last on_step call (after the final mj_step) repeats the last control: not a physics step
@@ -170,6 +177,12 @@ class StepRecorder:
         for c in cameras:
             side_arrays[f"cam_pos_{c}"] = np.asarray(self.f_cam[c][0], np.float64)
             side_arrays[f"cam_mat_{c}"] = np.asarray(self.f_cam[c][1], np.float64)
+        if params is not None:
+            seed_inputs = {"seed": int(params.meta.get("seed", 0)), "index": int(params.meta.get("index", self.index))}
+            side_arrays[sidecar.EPISODE_KEY] = sidecar.json_array(
+                {"task": params.task, "arms": params.side, "seed_inputs": seed_inputs})
+            if result.judge_facts:
+                side_arrays[sidecar.JUDGE_KEY] = sidecar.json_array(result.judge_facts)
         if variation is not None:
             side_arrays[sidecar.VARIATION_KEY] = sidecar.text_array(variation.key())
             side_arrays[sidecar.MODEL_SHA256_KEY] = sidecar.text_array(str(model_sha256))
@@ -193,4 +206,4 @@ def record_episode(model: mujoco.MjModel, renderer: SimRenderer, params: Episode
     ``renderer`` is switched to ``model`` (:meth:`SimRenderer.use_model`)."""
     recorder = StepRecorder(model, renderer, index, rec)
     result = run_episode(model, params, on_step=recorder.on_step, max_time=max_time)
-    return recorder.finish(result, variation, model_sha256)
+    return recorder.finish(result, variation, model_sha256, params)

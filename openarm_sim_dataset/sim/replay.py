@@ -5,15 +5,53 @@ Scope of exactness: same machine architecture, same MuJoCo build, same compiled 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
 
+#: MuJoCo's name of the data field each mjSTATE_* component holds, where it differs from the enum's
+_FIELD_NAMES = {"WARMSTART": "qacc_warmstart"}
+
+
+def state_components(model: mujoco.MjModel, spec: int = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+                     ) -> list[tuple[str, int, int]]:
+    """``(name, start, stop)`` of every non-empty component of a ``spec`` state vector, in MuJoCo's
+    layout order (bit order of ``mjtState``; sizes from ``mj_stateSize`` per component): e.g. ``time``,
+    ``qpos``, ``qvel``, ``act``, ``qacc_warmstart``, ``ctrl``, ... so a difference can be named."""
+    out, at = [], 0
+    for name, bit in mujoco.mjtState.__members__.items():
+        b = int(bit)
+        if b & (b - 1) or not b & int(spec) or name == "mjNSTATE":  # single components only
+            continue
+        n = mujoco.mj_stateSize(model, b)
+        if n:
+            short = name.removeprefix("mjSTATE_")
+            out.append((_FIELD_NAMES.get(short, short.lower()), at, at + n))
+            at += n
+    return out
+
+
+def differing_components(model: mujoco.MjModel, a: np.ndarray, b: np.ndarray) -> list[str]:
+    """Names of the mjSTATE_INTEGRATION components in which state vectors ``a`` and ``b`` differ bitwise."""
+    diff = bitwise_differ(a, b)
+    return [name for name, i, j in state_components(model) if diff[i:j].any()]
+
+
+def bitwise_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: whether two float64 arrays of one shape differ in any bit (NaN equals the same NaN,
+    -0.0 differs from 0.0: a replay must reproduce every bit, not only every value)."""
+    return np.ascontiguousarray(a, np.float64).view(np.uint64) != np.ascontiguousarray(b, np.float64).view(np.uint64)
+
+
 @dataclass
 class ReplayReport:
-    """What a replay reproduced: frames compared/exact, largest |difference| in qpos and qvel."""
+    """What a replay reproduced: frames compared; ``exact``: frames whose qpos/qvel equal the stored
+    ones; ``state_exact``: frames whose whole mjSTATE_INTEGRATION vector equals the stored ``state``
+    bit for bit; largest |difference| in qpos and qvel; ``first_mismatch``: the first frame where
+    anything differs, ``first_parts``: the state components that differ there (see
+    :func:`state_components`); ``captured``: the replayed state vectors at the steps asked for."""
 
     start_frame: int
     frames: int
@@ -21,24 +59,31 @@ class ReplayReport:
     max_qpos_diff: float
     max_qvel_diff: float
     first_mismatch: int | None
+    state_exact: int = 0
+    first_parts: tuple[str, ...] = ()
+    captured: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.frames > 0 and self.exact == self.frames
+        return self.frames > 0 and self.exact == self.frames and self.state_exact == self.frames
 
 
 def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int | None = None,
-           state_only: str = "integration") -> ReplayReport:
-    """Replay ``physics_ctrl`` and compare qpos/qvel at every stored frame.
+           state_only: str = "integration", capture: tuple[int, ...] = ()) -> ReplayReport:
+    """Replay ``physics_ctrl`` and compare, at every stored frame, qpos/qvel with the stored ``qpos``/``qvel``
+    and the whole mjSTATE_INTEGRATION vector with the stored ``state``, bit for bit.
 
     ``from_frame=None`` starts from ``initial_state``; ``from_frame=k`` resumes from the stored
     state of frame k. ``state_only="qpos_qvel"`` resumes from qpos, qvel, time and ctrl alone
-    (no warm start): shown by the tests not to be exact during contact.
+    (no warm start): shown by the tests not to be exact during contact. ``capture``: physics step
+    indices whose replayed state vector to return (``captured[step]``); the replay runs on past the
+    last frame to reach them (at most to the end of ``physics_ctrl``).
     """
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     data = mujoco.MjData(model)
     ctrl = side["physics_ctrl"]
     steps = side["step"].astype(np.int64)
+    stored_state = side["state"]
     if from_frame is None:
         mujoco.mj_setState(model, data, side["initial_state"], spec)
         start, k0 = 0, 0
@@ -46,7 +91,7 @@ def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int |
         k0 = int(from_frame)
         start = int(steps[k0])
         if state_only == "integration":
-            mujoco.mj_setState(model, data, side["state"][k0], spec)
+            mujoco.mj_setState(model, data, stored_state[k0], spec)
         else:
             mujoco.mj_resetData(model, data)
             data.qpos[:] = side["qpos"][k0]
@@ -54,24 +99,50 @@ def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int |
             data.time = float(side["time"][k0])
             data.ctrl[:] = ctrl[start] if start < len(ctrl) else ctrl[-1]
             mujoco.mj_forward(model, data)
-    exact = 0
+    buf = np.empty(mujoco.mj_stateSize(model, spec))
+    exact = state_exact = 0
     dq = dv = 0.0
-    first = None
+    first, parts = None, ()
     frames = range(k0, len(steps))
+    want = sorted({int(c) for c in capture if start <= int(c) <= len(ctrl)})
+    captured: dict[int, np.ndarray] = {}
     s = start
-    for k in frames:
-        target = int(steps[k])
+
+    def advance(target: int) -> None:
+        nonlocal s
         while s < target:
+            if s in want:
+                captured[s] = _state(model, data, buf).copy()
             data.ctrl[:] = ctrl[s]
             mujoco.mj_step(model, data)
             s += 1
+
+    for k in frames:
+        advance(int(steps[k]))
+        # a frame's stored state is the one its step's control is applied to (the recorder reads it
+        # after setting data.ctrl): so is the replayed one; the next mj_step sets the same control
+        if s < len(ctrl):
+            data.ctrl[:] = ctrl[s]
         eq = np.array_equal(data.qpos, side["qpos"][k]) and np.array_equal(data.qvel, side["qvel"][k])
+        st = _state(model, data, buf)
+        same_state = st.shape == stored_state[k].shape and not bitwise_differ(st, stored_state[k]).any()
         exact += eq
-        if not eq and first is None:
+        state_exact += same_state
+        if not (eq and same_state) and first is None:
             first = k
+            parts = tuple(differing_components(model, st, stored_state[k])) if not same_state else ("qpos/qvel arrays",)
         dq = max(dq, float(np.max(np.abs(data.qpos - side["qpos"][k]))))
         dv = max(dv, float(np.max(np.abs(data.qvel - side["qvel"][k]))))
-    return ReplayReport(k0, len(frames), exact, dq, dv, first)
+    if want:
+        advance(min(max(want), len(ctrl)))
+        if s in want:
+            captured[s] = _state(model, data, buf).copy()
+    return ReplayReport(k0, len(frames), exact, dq, dv, first, state_exact, parts, captured)
+
+
+def _state(model: mujoco.MjModel, data: mujoco.MjData, buf: np.ndarray) -> np.ndarray:
+    mujoco.mj_getState(model, data, buf, mujoco.mjtState.mjSTATE_INTEGRATION)
+    return buf
 
 
 def provenance_differences(sim: dict, model: mujoco.MjModel, sha256: str | None = None) -> list[str]:

@@ -1,5 +1,6 @@
-"""Checks that each episode's simulation sidecar is there, well formed, in range and agrees with the
-parquet streams (``sim_episodes``, ``sim_schema``, ``sim_ranges``, ``sim_streams_agree``).
+"""Checks that each episode's simulation sidecar is there, well formed, in range, agrees with itself and
+with the parquet streams (``sim_episodes``, ``sim_schema``, ``sim_ranges``, ``sim_sidecar_agrees``,
+``sim_streams_agree``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 from .. import layout, sidecar
 from ..gl import import_mujoco
 from .core import Context, EpisodeCheck, Outcome
-from .sim_model import _cameras, _sim, model
+from .sim_model import ModelProblem, _cameras, _model_problems, _sidecar_and_model, _sim, model
 
 
 def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
@@ -182,3 +183,123 @@ def _streams_reduce(ctx: Context, prep, parts: dict) -> Outcome:
 
 
 check_sim_streams_agree = EpisodeCheck(_streams_episode, _streams_reduce, _streams_prepare)
+
+
+#: The state vector's time (MuJoCo's running sum of timesteps) may differ from ``step x timestep`` (the
+#: sidecar's ``time``) by rounding: 1e-9 s (measured: < 1e-11 s over 12 s episodes).
+TIME_TOLERANCE_S = 1e-9
+
+
+# sim_sidecar_agrees: every fact the sidecar stores twice against its twin, per episode: object_pose
+# against the cubes' free joints in qpos; qpos, qvel and time against the qpos/qvel/time components of
+# the stored state vector (time within rounding, and exactly step x timestep); each camera pose against a kinematics pass
+# of the stored state on the episode's own model; frame_timestamp against every camera's file stamps
+# and against the steps (one timestep apart); the frame count against every camera's. All bitwise: the
+# recorder wrote each twin from the same numbers.
+def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] | ModelProblem | None:
+    """(facts compared, what differs: each naming the array, the frame and its twin) of episode ``ep``."""
+    mujoco = import_mujoco()
+
+    from ..sim.replay import bitwise_differ, state_components
+    from ..sim.scene import CUBE_NAMES, cube_qpos_adr
+
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    out: list[str] = []
+    compared = 0
+
+    def first_frame(name: str, a: np.ndarray, b: np.ndarray, twin: str) -> None:
+        nonlocal compared
+        compared += int(a.size)
+        if a.shape != b.shape:
+            out.append(f"{name} has shape {a.shape}, {twin} {b.shape}")
+            return
+        rows = bitwise_differ(a, b).reshape(len(a), -1).any(axis=1)
+        if rows.any():
+            k = int(np.argmax(rows))
+            out.append(f"{name} frame {k} differs from {twin}")
+
+    state = side["state"]
+    parts = {name: (i, j) for name, i, j in state_components(m)}
+    for key in ("qpos", "qvel"):
+        if key in parts:
+            i, j = parts[key]
+            first_frame(key, side[key], state[:, i:j], f"the state vector's {key}")
+    first_frame("time", side["time"], side["step"] * float(m.opt.timestep), "step x timestep")
+    if "time" in parts:  # MuJoCo's time is a running sum of timesteps: equal to step x timestep within rounding
+        i, _ = parts["time"]
+        compared += len(state)
+        off = np.flatnonzero(np.abs(state[:, i] - side["time"]) > TIME_TOLERANCE_S)
+        if off.size:
+            k = int(off[0])
+            out.append(f"time frame {k} ({side['time'][k]!r} s) differs from the state vector's ({state[k, i]!r} s) "
+                       f"by more than {TIME_TOLERANCE_S:g} s")
+    pose = side["object_pose"]
+    for c, name in enumerate(CUBE_NAMES[: pose.shape[1]]):
+        a, _ = cube_qpos_adr(m, name)
+        first_frame(f"object_pose[{name}]", pose[:, c], side["qpos"][:, a:a + 7], "qpos of its free joint")
+    cams = _cameras(ctx)
+    d = mujoco.MjData(m)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    ids = {c: m.camera(c).id for c in cams if f"cam_pos_{c}" in side}
+    pos = {c: np.empty((len(state), 3)) for c in ids}
+    mat = {c: np.empty((len(state), 9)) for c in ids}
+    for k in range(len(state)):  # a kinematics pass: ~10 us per frame
+        mujoco.mj_setState(m, d, state[k], spec)
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_camlight(m, d)
+        for c, i in ids.items():
+            pos[c][k] = d.cam_xpos[i]
+            mat[c][k] = d.cam_xmat[i]
+    for c in ids:
+        first_frame(f"cam_pos_{c}", side[f"cam_pos_{c}"], pos[c], "the kinematics of the stored state")
+        first_frame(f"cam_mat_{c}", side[f"cam_mat_{c}"], mat[c], "the kinematics of the stored state")
+    ft = side["frame_timestamp"]
+    dt_ns = int(round(float(m.opt.timestep) * 1e9))
+    steps = side["step"].astype(np.int64)
+    if len(ft):
+        off = np.flatnonzero(ft - ft[0] != (steps - steps[0]) * dt_ns)
+        compared += len(ft)
+        if off.size:
+            out.append(f"frame_timestamp frame {int(off[0])} is not {dt_ns} ns per step from frame 0")
+    files = ctx.cameras(ep)
+    if isinstance(files, str):
+        out.append(files)
+    else:
+        for c in cams:
+            cam = files.get(c)
+            if cam is None:
+                out.append(f"camera {c} has no files")
+                continue
+            compared += len(ft)
+            if len(cam.timestamps) != len(ft):
+                out.append(f"camera {c} has {len(cam.timestamps)} frames, the sidecar's per-frame arrays {len(ft)}")
+            elif (bad := np.flatnonzero(np.asarray(cam.timestamps, np.int64) != ft)).size:
+                k = int(bad[0])
+                out.append(f"frame_timestamp frame {k} ({int(ft[k])} ns) differs from camera {c}'s file "
+                           f"({int(cam.timestamps[k])} ns)")
+    return compared, out
+
+
+def _agrees_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    parts, bad, problems = _model_problems(parts)
+    compared, first = 0, None
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        compared += part[0]
+        if part[1]:
+            bad.append(ep)
+            first = first or f"episode {ep}: {part[1][0]}" + (f" (and {len(part[1]) - 1} more)" if len(part[1]) > 1 else "")
+    missing = [ep for ep, part in parts.items() if part is None]
+    detail = (f"{compared} stored values equal their twins bitwise (object_pose/qpos, qpos/qvel/time/state, camera "
+              f"poses/kinematics of the stored state, frame_timestamp/steps/camera files, frame counts)"
+              + (f"; first difference: {first}" if first else "")
+              + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
+              + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
+    return Outcome(not bad and not missing and compared > 0, detail, bad + missing)
+
+
+check_sim_sidecar_agrees = EpisodeCheck(_agrees_episode, _agrees_reduce)

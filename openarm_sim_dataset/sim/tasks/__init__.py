@@ -38,7 +38,7 @@ from .stack import StackTask
 from .unload import UnloadTask
 
 __all__ = ["TASKS", "DEFAULT_TASK", "PickPlace", "TASK_STREAM", "Task", "register", "get_task", "task_names", "resolve_tasks",
-           "choose_task", "episode_params_for", "set_initial_state", "make_controller", "run_episode"]
+           "choose_task", "episode_params_for", "set_initial_state", "make_controller", "run_episode", "rejudge"]
 
 #: Registry: name -> task, in listing order.
 TASKS: Dict[str, Task] = {}
@@ -176,4 +176,26 @@ def run_episode(
         estimates=list(ctl.estimates),
         phase_log=list(ctl.phase_log),
         arm_contacts=int(ctl.arm_contacts),
+        judge_facts=ctl.judge_facts(),
     )
+
+
+def rejudge(model: mujoco.MjModel, params: EpisodeParams, initial_state: np.ndarray, judged_state: np.ndarray,
+            facts: dict) -> Tuple[str, bool]:
+    """``(outcome, knocked_over)`` of an episode judged again by its own task's rule: the task's
+    controller (:func:`make_controller`, never a copy of its rule) put back in its judging position
+    (:meth:`~.planner.ScriptedController.restore`: lanes reset on ``initial_state``, their history from
+    ``facts``) judges ``judged_state`` (mjSTATE_INTEGRATION vectors). ``facts["step"] is None``: the
+    controller never finished, the outcome is ``"timeout"`` as :func:`run_episode` records it.
+    Raises ValueError when ``facts`` do not fit the task."""
+    if facts.get("step") is None:
+        return "timeout", False
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    ctl = make_controller(model, params)
+    initial, final = mujoco.MjData(model), mujoco.MjData(model)
+    for d, state in ((initial, initial_state), (final, judged_state)):
+        mujoco.mj_setState(model, d, np.asarray(state, np.float64), spec)
+        mujoco.mj_forward(model, d)
+    ctl.restore(initial, facts)
+    outcome, knocked = ctl.judge(final)
+    return str(outcome), bool(knocked)

@@ -133,6 +133,7 @@ class EpisodeResult:
         estimates: per attempt the estimated object ``(x, y, yaw)``.
         phase_log: (phase name, first step index) in order (``side:`` prefixed with two lanes).
         arm_contacts: physics steps in which a geom of one arm touched a geom of the other.
+        judge_facts: what the judge read besides the judged state (:meth:`ScriptedController.judge_facts`).
     """
 
     outcome: str
@@ -148,6 +149,7 @@ class EpisodeResult:
     estimates: List[Tuple[float, float, float]]
     phase_log: List[Tuple[str, int]]
     arm_contacts: int = 0
+    judge_facts: Dict[str, object] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------ geometry helpers
@@ -621,6 +623,7 @@ class ScriptedController:
         self.done = False
         self.outcome: Optional[str] = None
         self.knocked_over = False
+        self.judged_step: Optional[int] = None
         self.phase_log: List[Tuple[str, int]] = []
         self.step_index = 0
         self.arm_contacts = 0
@@ -650,9 +653,37 @@ class ScriptedController:
 
     def _lane_finished(self, lane: Lane) -> None:
         if all(la.finished for la in self.lanes):
+            self.judged_step = self.step_index  # data holds the state before physics step judged_step
             self.outcome, self.knocked_over = self.judge(self._data)
             self.done = True
             self.phase_log.append(("done", self.step_index))
+
+    # ------------------------------------------------------------ judgement
+    #: Lane attributes the judge reads besides the final state: what happened on the way (a forced
+    #: outcome, the phase at whose end the object was lost, whether it was ever lifted).
+    HISTORY = ("outcome", "lost_phase", "lifted")
+
+    def judge_facts(self) -> Dict[str, object]:
+        """What :meth:`judge` needs besides the judged state and the initial state, JSON-able:
+        ``{"step": physics step of the judged state (None: never judged, a timeout), "lanes": [{outcome,
+        lost_phase, lifted} per lane]}``. Stored in the sidecar so that :func:`~.rejudge` can judge again."""
+        return {"step": self.judged_step,
+                "lanes": [{k: getattr(lane, k) for k in self.HISTORY} for lane in self.lanes]}
+
+    def restore(self, initial: mujoco.MjData, facts: Dict[str, object]) -> None:
+        """Put the controller in the judging position of an episode that started at ``initial`` and whose
+        lanes went through ``facts`` (:meth:`judge_facts`), without planning: each lane reset on the
+        initial state (its start face), then its history set. Then :meth:`judge` judges a state."""
+        lanes = list(facts.get("lanes") or [])
+        if len(lanes) != len(self.lanes):
+            raise ValueError(f"{len(lanes)} lane(s) recorded, the task has {len(self.lanes)}")
+        self._data = initial
+        for lane, f in zip(self.lanes, lanes):
+            lane.reset(initial)
+            lane.outcome = None if f.get("outcome") is None else str(f["outcome"])
+            lane.lost_phase = None if f.get("lost_phase") is None else str(f["lost_phase"])
+            lane.lifted = bool(f.get("lifted"))
+            lane.finished = True
 
     def _count_contacts(self, data: mujoco.MjData) -> None:
         n = data.ncon

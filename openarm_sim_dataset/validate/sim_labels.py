@@ -1,0 +1,215 @@
+"""Labels of meaning and episode identity, re-derived (simulated data).
+
+``sim_identity``: the episode folder is the episode its metadata entry describes. The task, arm(s) and
+seed inputs the sidecar records (``episode``, schema 2) equal the entry's; they are the ones the
+dataset's seed draws for the entry's index (task, task index, arms); and the sidecar's
+``initial_state`` is, bit for bit, the state that index's parameters set on the episode's own model.
+The last part needs no schema 2: an episode folder copied over another fails it whatever its age.
+
+``sim_labels``: each episode's ``success``, ``outcome`` and lucky-success flag ``knocked_over`` are
+judged again by its own task's success rule (:func:`openarm_sim_dataset.sim.tasks.rejudge`: the task's
+controller, the code generation ran, put back in its judging position) on the state replayed from
+``initial_state`` to the step the task was judged at, with the history facts the rule reads (forced
+outcome, lost phase, lifted; the sidecar's ``judge``, schema 2), and must equal metadata.yaml. Where
+the history can be seen in the stored states it is checked against them: a lane said to have lifted
+its object shows it >= 4 cm above its pick height in some frame, one said ``never_picked`` never > 3 cm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layout, sidecar
+from ..errors import DatasetError
+from ..gl import import_mujoco
+from .core import Context, EpisodeCheck, Outcome
+from .sim_model import ModelProblem, _model_problems, _sidecar_and_model, _sim, scene_config
+from .sim_replay import replayed_judged_state
+
+
+def _config(ctx: Context, ep: str):
+    """The GenerateConfig episode ``ep`` was drawn with (its own provenance after a mixed merge)."""
+    from ..sim.generate import config_from_simulation
+
+    entry = ctx.ds.episode(ep)
+    prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else {}
+    return config_from_simulation({**_sim(ctx), **prov}, scene_config(ctx))
+
+
+def _params(ctx: Context, ep: str):
+    """``(params, task_index, cfg)`` that the dataset's seed draws for episode ``ep``'s recorded index."""
+    from ..sim.generate import params_for
+
+    cfg = _config(ctx, ep)
+    index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
+    params, task_index = params_for(cfg, index)
+    return params, task_index, cfg
+
+
+def _facts(ctx: Context, ep: str, side: dict, key: str) -> dict | str | None:
+    """The sidecar's JSON ``key`` (dict), None when the sidecar predates it (schema 1), or why it is
+    unusable (str): missing from a sidecar of a schema that has it, or malformed."""
+    path = ctx.sim_dir(ep) / sidecar.SIDECAR_FILE
+    try:
+        value = sidecar.read_json(side, key, path)
+    except DatasetError as e:
+        return str(e)
+    if value is None and int(_sim(ctx).get("schema_version", 1)) >= sidecar.FACTS_SCHEMA:
+        return f"{path}: missing {key!r} (sidecar schema {_sim(ctx).get('schema_version')} records it)"
+    return value
+
+
+# ------------------------------------------------------------------------------- sim_identity
+def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]] | ModelProblem | None:
+    """``(sidecar records its identity, what differs)`` of episode ``ep``."""
+    mujoco = import_mujoco()
+
+    from ..sim.replay import differing_components
+    from ..sim.tasks import set_initial_state
+
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    entry = ctx.ds.episode(ep)
+    out: list[str] = []
+    try:
+        params, task_index, cfg = _params(ctx, ep)
+    except (KeyError, TypeError, ValueError) as e:
+        return False, [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"]
+    drawn = {"task": params.task, "arms": params.side,
+             "seed_inputs": {"seed": int(cfg.seed), "index": int(entry["seed_inputs"]["index"])}}
+    # the entry names task and arms only with --tasks; without, the drawn (default) ones stand for them
+    listed = {k: entry.get(k, drawn[k]) for k in sidecar.IDENTITY_FIELDS}
+    for k in sidecar.IDENTITY_FIELDS:
+        if listed[k] != drawn[k]:
+            out.append(f"metadata entry's {k} {listed[k]!r} is not the {drawn[k]!r} seed {cfg.seed} draws for its index")
+    if "task_index" in entry and entry["task_index"] != task_index:
+        out.append(f"metadata entry's task_index {entry['task_index']!r} is not the {task_index} its seed draws")
+    facts = _facts(ctx, ep, side, sidecar.EPISODE_KEY)
+    if isinstance(facts, str):
+        out.append(facts)
+    elif facts is not None:
+        for k in sidecar.IDENTITY_FIELDS:
+            if facts.get(k) != listed[k]:
+                out.append(f"sidecar's {k} {facts.get(k)!r} differs from the metadata entry's {listed[k]!r}")
+    # the initial state that index's parameters set: a folder copied from another episode has its own
+    d = mujoco.MjData(m)
+    set_initial_state(m, d, params)
+    want = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION))
+    mujoco.mj_getState(m, d, want, mujoco.mjtState.mjSTATE_INTEGRATION)
+    stored = side["initial_state"]
+    if stored.shape != want.shape:
+        out.append(f"initial_state has shape {stored.shape}, the model's state {want.shape}")
+    elif parts := differing_components(m, stored, want):
+        out.append(f"initial_state is not the one seed {cfg.seed} index {drawn['seed_inputs']['index']} sets "
+                   f"(differs in {', '.join(parts)})")
+    return facts is not None and not isinstance(facts, str), out
+
+
+def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    parts, bad, problems = _model_problems(parts)
+    n = recorded = 0
+    first = None
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        n += 1
+        recorded += part[0]
+        if part[1]:
+            bad.append(ep)
+            first = first or f"episode {ep}: {part[1][0]}" + (f" (and {len(part[1]) - 1} more)" if len(part[1]) > 1 else "")
+    missing = [ep for ep, part in parts.items() if part is None]
+    old = n - recorded  # schema 1 (or an unusable record, listed among the differences)
+    detail = (f"{n - len(bad)}/{n} episodes are the ones their metadata entries describe (task, arms, seed inputs "
+              f"drawn again; initial state bit for bit"
+              + ("; the sidecar's identity record equal" if recorded else "") + ")"
+              + (f"; {old} sidecar(s) without an identity record (schema 1: initial state checked)" if old else "")
+              + (f"; first: {first}" if first else "")
+              + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
+              + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
+    return Outcome(not bad and not missing and n > 0, detail, bad + missing)
+
+
+check_sim_identity = EpisodeCheck(_identity_episode, _identity_reduce)
+
+
+# --------------------------------------------------------------------------------- sim_labels
+def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | None:
+    """``("old", why)`` for a sidecar without judge facts (schema 1), else ``("ok", judged, what differs)``."""
+    from ..sim.tasks import make_controller, rejudge
+
+    got = _sidecar_and_model(ctx, ep)
+    if not isinstance(got, tuple):
+        return got
+    side, m = got
+    facts = _facts(ctx, ep, side, sidecar.JUDGE_KEY)
+    if facts is None:
+        return ("old", f"episode {ep}: sidecar of schema 1 records no judge facts")
+    if isinstance(facts, str):
+        return ("ok", (), [facts])
+    entry = ctx.ds.episode(ep)
+    try:
+        params, _, _ = _params(ctx, ep)
+    except (KeyError, TypeError, ValueError) as e:
+        return ("ok", (), [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"])
+    step = facts.get("step")
+    out: list[str] = []
+    if step is None:
+        state = None
+    elif not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= len(side["physics_ctrl"]):
+        return ("ok", (), [f"judge step {step!r} is not a physics step of the episode (0..{len(side['physics_ctrl'])})"])
+    else:
+        state = replayed_judged_state(ctx, ep, side, m, step)
+        if state is None:
+            return ("ok", (), [f"the state of step {step} cannot be replayed"])
+    try:
+        outcome, knocked = rejudge(m, params, side["initial_state"], state if state is not None else side["initial_state"],
+                                   facts)
+    except (KeyError, TypeError, ValueError) as e:
+        return ("ok", (), [f"judge facts do not fit task {params.task} ({e})"])
+    judged = {"success": outcome == "success", "outcome": outcome, "knocked_over": knocked}
+    for k, v in judged.items():
+        if k in entry and entry[k] != v:
+            out.append(f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}")
+    # the history the rule read, against what the stored frames show of it
+    ctl = make_controller(m, params)
+    for lane, f in zip(ctl.lanes, facts.get("lanes") or []):
+        z = side["qpos"][:, lane.qadr + 2]
+        if f.get("lifted") and not (z > lane.pick_zc + 0.04).any():
+            out.append(f"judge facts say {lane.obj} was lifted, no frame shows it 4 cm above its pick height")
+        if (f.get("lost_phase") == "never_picked" or f.get("outcome") == "never_picked") and (z > lane.pick_zc + 0.03).any():
+            out.append(f"judge facts say {lane.obj} was never picked, frames show it > 3 cm above its pick height")
+    return ("ok", (params.task, outcome, knocked), out)
+
+
+def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    parts, bad, problems = _model_problems(parts)
+    first, old, judged, successes = None, [], 0, 0
+    for ep, part in parts.items():
+        if part is None:
+            continue
+        if part[0] == "old":
+            old.append(part[1])
+            continue
+        if part[1]:
+            judged += 1
+            successes += part[1][1] == "success"
+        if part[2]:
+            bad.append(ep)
+            first = first or f"episode {ep}: {part[2][0]}" + (f" (and {len(part[2]) - 1} more)" if len(part[2]) > 1 else "")
+    missing = [ep for ep, part in parts.items() if part is None]
+    if not judged and not bad and not problems and old:
+        return Outcome(True, f"{len(old)} episode(s) recorded before sidecar schema {sidecar.FACTS_SCHEMA}: nothing to "
+                       f"judge again from ({old[0]})", skipped=True)
+    detail = (f"{judged} episode(s) judged again by their own task's rule on the replayed judged state: {successes} "
+              f"success(es); success, outcome and knocked_over as in {layout.METADATA_FILE}"
+              + (" except where listed" if bad else "")
+              + (f"; first: {first}" if first else "")
+              + (f"; {len(old)} episode(s) of sidecar schema 1 not judged" if old else "")
+              + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
+              + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
+    return Outcome(not bad and not missing and judged > 0, detail, bad + missing)
+
+
+check_sim_labels = EpisodeCheck(_labels_episode, _labels_reduce)
