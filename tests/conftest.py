@@ -182,6 +182,22 @@ def randomized(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def mixed(tmp_path_factory) -> Path:
+    """Episodes 3 and 4 of SMALL with every task and ``randomize="all"`` (seed 10: tray_blue with the left
+    arm, bimanual_tray), once per test run, for the slow tests of mixed randomised datasets (never modify it)."""
+    import dataclasses
+
+    def build(out: Path) -> None:
+        from openarm_sim_dataset.sim.generate import generate
+        from openarm_sim_dataset.sim.tasks import task_names
+
+        cfg = dataclasses.replace(SMALL, tasks=tuple(task_names()), randomize="all")
+        assert generate(out, range(3, 5), cfg).made == 2
+
+    return shared_build(tmp_path_factory, "mixed", build)
+
+
+@pytest.fixture(scope="session")
 def generated_one(tmp_path_factory, generated) -> Path:
     """Episode 0 of :func:`generated` alone, a valid simulated dataset: for tests that plant one fault in
     episode 0 and run every check (the second episode would only double their work). Never modify it."""

@@ -35,6 +35,25 @@ FAULTS = (
 )
 #: faults of a randomised dataset's records (``src`` generated with ``randomize="all"``)
 VARIATION_FAULTS = ("variation_changed", "variation_swapped", "variation_removed")
+#: faults of meaning only (issue 18): each is meant to be planted with ``reseal=True``, so that only the
+#: check that knows its meaning can catch it; they concern the first or second listed episode, so any
+#: simulated dataset of >= 2 episodes takes them (single-task, mixed, randomised)
+MEANING_FAULTS = (
+    "state_warmstart",       # one frame's stored state differs in qacc_warmstart only
+    "state_qfrc_applied",    # ... in qfrc_applied only
+    "object_pose_rotated",   # one frame's object_pose quaternion turned 90 deg about z (still unit)
+    "cam_pose_shifted",      # one frame's head camera position moved 5 mm
+    "frame_timestamp_off",   # one frame's sidecar frame_timestamp 1 ns late
+    "success_flipped",       # metadata.yaml: success negated
+    "outcome_relabelled",    # metadata.yaml: outcome another category, success consistent with it
+    "knocked_over_flipped",  # metadata.yaml: the lucky-success flag negated
+    "episode_copied",        # the first episode's folder copied over the second's
+    "sidecar_task_changed",  # the sidecar's recorded task another one
+    "sidecar_seed_changed",  # the sidecar's recorded seed input another one
+)
+#: The frame of the per-frame sidecar faults above.
+MEANING_FRAME = 3
+
 #: faults planted into a recorded dataset (``src`` is e.g. tests/fixture/dataset_0.4.0)
 RECORDED_FAULTS = ("frozen_camera_recorded",)
 
@@ -81,9 +100,71 @@ def plant(src: Path, dst: Path, fault: str, reseal: bool = False) -> str:
     return ep
 
 
+def _edit_meta(dst: Path, fn) -> None:
+    meta_path = dst / "metadata.yaml"
+    doc = yaml.safe_load(meta_path.read_text())
+    fn(doc)
+    meta_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _plant_meaning(dst: Path, fault: str) -> str:
+    eps = dst / "episodes"
+    ids = [e["id"] for e in yaml.safe_load((dst / "metadata.yaml").read_text())["episodes"]]
+    first, ep = ids[0], ids[1]
+    p = eps / ep / "sim/sidecar.npz"
+    side = sidecar.load_npz(p)
+    k = MEANING_FRAME
+    if fault in ("state_warmstart", "state_qfrc_applied"):
+        from openarm_sim_dataset.sim.models import load_model
+        from openarm_sim_dataset.sim.replay import state_components
+        from openarm_sim_dataset.sim.scene import SceneConfig
+
+        # the layout of every model of the scene (a variation changes no joint): from the nominal one
+        parts = {n: (i, j) for n, i, j in state_components(load_model(SceneConfig()))}
+        i, j = parts["qacc_warmstart" if fault == "state_warmstart" else "qfrc_applied"]
+        side["state"][k, i] += 1e-3
+    elif fault == "object_pose_rotated":
+        w, x, y, z = side["object_pose"][k, 0, 3:7]
+        h = 0.5 ** 0.5  # q * (cos 45, 0, 0, sin 45): a quarter turn about the cube's z axis
+        side["object_pose"][k, 0, 3:7] = (h * (w - z), h * (x + y), h * (y - x), h * (z + w))
+    elif fault == "cam_pose_shifted":
+        side["cam_pos_head"][k] += (0.005, 0.0, 0.0)
+    elif fault == "frame_timestamp_off":
+        side["frame_timestamp"][k] += 1
+    elif fault in ("sidecar_task_changed", "sidecar_seed_changed"):
+        rec = sidecar.read_json(side, sidecar.EPISODE_KEY, p)
+        if fault == "sidecar_task_changed":
+            rec["task"] = "stack_red_on_blue" if rec["task"] != "stack_red_on_blue" else "pick_place"
+        else:
+            rec["seed_inputs"]["seed"] += 1
+        side[sidecar.EPISODE_KEY] = sidecar.json_array(rec)
+    elif fault in ("success_flipped", "outcome_relabelled", "knocked_over_flipped"):
+        def edit(doc):
+            e = doc["episodes"][1]
+            if fault == "success_flipped":
+                e["success"] = not e["success"]
+            elif fault == "knocked_over_flipped":
+                e["knocked_over"] = not e["knocked_over"]
+            else:
+                e["outcome"] = "dropped_carrying" if e["outcome"] != "dropped_carrying" else "missed_tray"
+                e["success"] = False
+        _edit_meta(dst, edit)
+        return ep
+    elif fault == "episode_copied":
+        shutil.rmtree(eps / ep)
+        shutil.copytree(eps / first, eps / ep)
+        return ep
+    else:
+        raise ValueError(f"unknown fault {fault!r}")
+    sidecar.save_npz(p, side)
+    return ep
+
+
 def _plant(src: Path, dst: Path, fault: str) -> str:
     shutil.copytree(src, dst)
     eps = dst / "episodes"
+    if fault in MEANING_FAULTS:
+        return _plant_meaning(dst, fault)
     if fault == "drop_frame":
         ep = eps / "0"
         side = sidecar.load_npz(ep / "sim/sidecar.npz")

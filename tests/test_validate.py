@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import OWN_FIXTURES, REF_FIXTURES, run_cli, run_cli_process
-from corrupt import FAULTS, STALE_FRAME, VARIATION_FAULTS, plant
+from corrupt import FAULTS, MEANING_FAULTS, MEANING_FRAME, STALE_FRAME, VARIATION_FAULTS, plant
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS, Thresholds, valid_flags
 from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
@@ -118,6 +118,58 @@ def _fault_fails_the_check_that_knows_it(src, tmp_path, fault, replay_fails=True
     if fault == "frozen_camera":
         assert "frames 10..16 byte-identical for 1.20 s" in row.detail and "wrist_right" in row.detail
     return rows
+
+
+#: fault of meaning (planted, then the manifests re-sealed) -> (the check that knows it, what its detail names)
+MEANING_EXPECTED = {
+    "state_warmstart": ("sim_replay", f"frame {MEANING_FRAME} (t="),
+    "state_qfrc_applied": ("sim_replay", "replayed state differs in qfrc_applied"),
+    "object_pose_rotated": ("sim_sidecar_agrees", f"object_pose[cube_red] frame {MEANING_FRAME} differs from qpos"),
+    "cam_pose_shifted": ("sim_sidecar_agrees", f"cam_pos_head frame {MEANING_FRAME} differs from the kinematics"),
+    "frame_timestamp_off": ("sim_sidecar_agrees", f"frame_timestamp frame {MEANING_FRAME} "),
+    "success_flipped": ("sim_labels", "metadata.yaml says success"),
+    "outcome_relabelled": ("sim_labels", "metadata.yaml says outcome"),
+    "knocked_over_flipped": ("sim_labels", "metadata.yaml says knocked_over"),
+    "episode_copied": ("sim_identity", "initial_state is not the one seed"),
+    "sidecar_task_changed": ("sim_identity", "sidecar's task"),
+    "sidecar_seed_changed": ("sim_identity", "sidecar's seed_inputs"),
+}
+
+
+def _meaning_fault_fails_its_check(src, tmp_path, fault):
+    copy = tmp_path / "copy"
+    episode = plant(src, copy, fault, reseal=True)
+    check, named = MEANING_EXPECTED[fault]
+    rows = rows_by_name(copy, checks=[check, "integrity"], episodes=[episode])  # its episode alone: half the work
+    assert rows["integrity"].passed, rows["integrity"].detail  # re-sealed: only the meaning can tell
+    row = rows[check]
+    assert row.failed and row.episodes == [episode], (fault, row)
+    assert f"episode {episode}" in row.detail and named in row.detail, (fault, row.detail)
+    if fault == "state_warmstart":
+        assert "differs in qacc_warmstart" in row.detail and "qpos" not in row.detail.split("first:")[1]
+    return row
+
+
+@pytest.mark.parametrize("fault", MEANING_FAULTS)
+def test_each_fault_of_meaning_fails_its_check_after_resealing(generated, tmp_path, fault):
+    """Faults that leave every file well formed, with the manifests re-sealed afterwards (what a tool
+    that edits and re-hashes leaves): each fails the one check that knows its meaning, by name."""
+    _meaning_fault_fails_its_check(generated, tmp_path, fault)
+
+
+@pytest.mark.slow
+def test_new_checks_pass_on_a_clean_mixed_randomised_dataset(mixed):
+    rows = rows_by_name(mixed, checks=sorted({c for c, _ in MEANING_EXPECTED.values()} | {"sim_resume"}))
+    assert all(r.passed for r in rows.values()), {k: r.detail for k, r in rows.items() if not r.passed}
+    assert "2/2 episodes are the ones" in rows["sim_identity"].detail
+    assert "2 episode(s) judged again" in rows["sim_labels"].detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", MEANING_FAULTS)
+def test_each_fault_of_meaning_fails_its_check_on_a_mixed_randomised_dataset(mixed, tmp_path, fault):
+    """The same on every task and a varied model per episode (a left-arm and a bimanual episode)."""
+    _meaning_fault_fails_its_check(mixed, tmp_path, fault)
 
 
 def test_sim_render_on_another_renderer_is_approximate(generated, tmp_path):

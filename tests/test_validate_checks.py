@@ -101,7 +101,8 @@ FAULTS = {
 def test_every_check_has_a_fault():
     covered_elsewhere = {"episode_folders", "nulls", "timestamps", "jpeg_frames", "sim_provenance", "sim_geometry",
                          "sim_wrist_projection", "sim_streams_agree", "sim_regenerate",  # test_validate.py
-                         "integrity", "camera_frozen", "sim_render"}  # test_validate.py, test_integrity.py
+                         "integrity", "camera_frozen", "sim_render",  # test_validate.py, test_integrity.py
+                         "sim_identity", "sim_sidecar_agrees", "sim_labels"}  # test_validate.py (MEANING_FAULTS)
     names = {n for n, _ in FORM_CHECKS + CAMERA_CHECKS + SIM_CHECKS}
     assert names == set(FAULTS) | covered_elsewhere
 
@@ -119,5 +120,8 @@ def test_check_fails_on_its_fault(check, generated, tmp_path):
     assert not row.passed, (check, row.detail)
     if episode is not None:
         assert episode in row.episodes, (check, row)
-    if check == "sim_resume":  # the initial-state replay does not use the mid-frame state
-        assert {r.check: r for r in Dataset(copy).validate(checks=["sim_replay"])}["sim_replay"].passed
+    if check == "sim_resume":  # the initial-state replay compares every stored state: it names the frame and part
+        replayed = {r.check: r for r in Dataset(copy).validate(checks=["sim_replay"])}["sim_replay"]
+        mid = len(sidecar.load_npz(copy / "episodes/1/sim/sidecar.npz")["step"]) // 2
+        assert not replayed.passed and f"episode 1 frame {mid} " in replayed.detail, replayed.detail
+        assert "differs in qpos" in replayed.detail, replayed.detail

@@ -23,7 +23,7 @@ from .. import layout, sidecar
 from ..errors import DatasetError
 from ..gl import import_mujoco
 from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _model_problems, _sidecar_and_model, _sim, scene_config
+from .sim_model import ModelProblem, _listed, _model_problems, _sidecar_and_model, _sim, scene_config
 from .sim_replay import replayed_judged_state
 
 
@@ -118,7 +118,7 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
         recorded += part[0]
         if part[1]:
             bad.append(ep)
-            first = first or f"episode {ep}: {part[1][0]}" + (f" (and {len(part[1]) - 1} more)" if len(part[1]) > 1 else "")
+            first = first or _listed(ep, part[1])
     missing = [ep for ep, part in parts.items() if part is None]
     old = n - recorded  # schema 1 (or an unusable record, listed among the differences)
     detail = (f"{n - len(bad)}/{n} episodes are the ones their metadata entries describe (task, arms, seed inputs "
@@ -168,7 +168,7 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
                                    facts)
     except (KeyError, TypeError, ValueError) as e:
         return ("ok", (), [f"judge facts do not fit task {params.task} ({e})"])
-    judged = {"success": outcome == "success", "outcome": outcome, "knocked_over": knocked}
+    judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
     for k, v in judged.items():
         if k in entry and entry[k] != v:
             out.append(f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}")
@@ -197,7 +197,7 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
             successes += part[1][1] == "success"
         if part[2]:
             bad.append(ep)
-            first = first or f"episode {ep}: {part[2][0]}" + (f" (and {len(part[2]) - 1} more)" if len(part[2]) > 1 else "")
+            first = first or _listed(ep, part[2])
     missing = [ep for ep, part in parts.items() if part is None]
     if not judged and not bad and not problems and old:
         return Outcome(True, f"{len(old)} episode(s) recorded before sidecar schema {sidecar.FACTS_SCHEMA}: nothing to "

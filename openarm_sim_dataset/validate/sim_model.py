@@ -119,6 +119,11 @@ def _model_problems(parts: dict) -> tuple[dict, list[str], list[str]]:
     return {ep: p for ep, p in parts.items() if ep not in problems}, list(problems), list(problems.values())
 
 
+def _listed(ep: str, what: list[str], most: int = 3) -> str:
+    """``episode <ep>: a; b; c (and n more)``: what differs in one episode, the first ``most`` of it."""
+    return f"episode {ep}: " + "; ".join(what[:most]) + (f" (and {len(what) - most} more)" if len(what) > most else "")
+
+
 def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
     """K of ``cam`` for episode ``ep``: the dataset's for a nominal episode, the episode model's otherwise."""
     if sidecar.VARIATION_KEY not in ctx.ds.episode(ep):

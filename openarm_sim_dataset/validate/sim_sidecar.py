@@ -10,7 +10,7 @@ import numpy as np
 from .. import layout, sidecar
 from ..gl import import_mujoco
 from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _cameras, _model_problems, _sidecar_and_model, _sim, model
+from .sim_model import ModelProblem, _cameras, _listed, _model_problems, _sidecar_and_model, _sim, model
 
 
 def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
@@ -292,7 +292,7 @@ def _agrees_reduce(ctx: Context, prep, parts: dict) -> Outcome:
         compared += part[0]
         if part[1]:
             bad.append(ep)
-            first = first or f"episode {ep}: {part[1][0]}" + (f" (and {len(part[1]) - 1} more)" if len(part[1]) > 1 else "")
+            first = first or _listed(ep, part[1])
     missing = [ep for ep, part in parts.items() if part is None]
     detail = (f"{compared} stored values equal their twins bitwise (object_pose/qpos, qpos/qvel/time/state, camera "
               f"poses/kinematics of the stored state, frame_timestamp/steps/camera files, frame counts)"
