@@ -77,6 +77,17 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         params, task_index, cfg = _params(ctx, ep)
     except (KeyError, TypeError, ValueError) as e:
         return False, [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"]
+    # the initial state that index's parameters set: a folder copied from another episode has its own
+    d = mujoco.MjData(m)
+    set_initial_state(m, d, params)
+    want = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION))
+    mujoco.mj_getState(m, d, want, mujoco.mjtState.mjSTATE_INTEGRATION)
+    stored = side["initial_state"]
+    if stored.shape != want.shape:
+        out.append(f"initial_state has shape {stored.shape}, the model's state {want.shape}")
+    elif parts := differing_components(m, stored, want):
+        out.append(f"initial_state is not the one seed {cfg.seed} index {entry['seed_inputs']['index']} sets "
+                   f"(differs in {', '.join(parts)})")
     drawn = {"task": params.task, "arms": params.side,
              "seed_inputs": {"seed": int(cfg.seed), "index": int(entry["seed_inputs"]["index"])}}
     # the entry names task and arms only with --tasks; without, the drawn (default) ones stand for them
@@ -93,17 +104,6 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         for k in sidecar.IDENTITY_FIELDS:
             if facts.get(k) != listed[k]:
                 out.append(f"sidecar's {k} {facts.get(k)!r} differs from the metadata entry's {listed[k]!r}")
-    # the initial state that index's parameters set: a folder copied from another episode has its own
-    d = mujoco.MjData(m)
-    set_initial_state(m, d, params)
-    want = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION))
-    mujoco.mj_getState(m, d, want, mujoco.mjtState.mjSTATE_INTEGRATION)
-    stored = side["initial_state"]
-    if stored.shape != want.shape:
-        out.append(f"initial_state has shape {stored.shape}, the model's state {want.shape}")
-    elif parts := differing_components(m, stored, want):
-        out.append(f"initial_state is not the one seed {cfg.seed} index {drawn['seed_inputs']['index']} sets "
-                   f"(differs in {', '.join(parts)})")
     return facts is not None and not isinstance(facts, str), out
 
 
