@@ -30,11 +30,14 @@ from openarm_sim_dataset.sim.tasks.planner import topdown_quat  # noqa: E402
 # machine and the checkout (generator, python, numpy, platform, machine, gl_renderer) and without
 # model_sha256: the MJB embeds the path of the installed openarm_mujoco meshes, so the model hash
 # differs between two virtual environments of one checkout (0e7963e6... in /work/main/.venv,
-# 3207b25d... in another) while every physics and image byte is the same.
+# 3207b25d... in another) while every physics and image byte is the same. Sidecar schema 2 (issue 18)
+# added two arrays to each sidecar.npz (so the manifests too) and set simulation.schema_version 2: the
+# digests below are of that output; tests/golden/none_generation.json shows file by file that nothing
+# else changed (d0b4c80's digests were ea4c80d2... and d69c19ec...).
 BEFORE_TASKS = {
     "files": 48,
-    "tree_sha256": "ea4c80d27770f4ae53e40af34f18a07ae582190a7900663f6acce6ae9020d73a",
-    "metadata_sha256": "d69c19ec80f9dc55b231cfc84d4709c8cd35101dc9408b6ee4ebae11f05a2aec",
+    "tree_sha256": "4a7c7bb3aef004e604cdd2126d7697c97f0f26f4147b8976ea6fd223f65ecfbe",
+    "metadata_sha256": "dbf52b21dd74d5ad0c2ce80f96f9396fb3fe47c496554d877b53f5d88b9f06fd",
     "mujoco_version": "4.0.0",
     "gl_renderer_prefix": "egl: llvmpipe",
 }
