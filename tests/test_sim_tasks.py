@@ -143,11 +143,8 @@ def _judge_at(model, name: str, index: int, place: dict, lifted: bool = True):
     data = mujoco.MjData(model)
     task.initial_state(model, data, params)
     ctl = task.controller(model, params)
-    ctl._data = data
-    for lane in ctl.lanes:
-        lane.reset(data)
-        lane.lifted = lifted
-        lane.finished = True
+    # the judging position the validator puts a controller in (sim_labels, via rejudge)
+    ctl.restore(data, {"step": 0, "lanes": [{"outcome": None, "lost_phase": None, "lifted": lifted}] * len(ctl.lanes)})
     for cube, pose in place.items():
         a, _ = cube_qpos_adr(model, cube)
         data.qpos[a:a + 3] = pose[:3]
@@ -204,6 +201,28 @@ def test_unload_rule(model):
     assert _judge_at(model, "unload_blue", 0, {}, lifted=False)[0][0] == "never_picked"
 
 
+def test_rejudge_takes_the_history_facts_and_the_timeout(model):
+    """rejudge: a forced outcome and a lost phase win over the final state, as in the controller; no
+    judged step is a timeout; facts of another lane count are refused."""
+    import mujoco
+
+    from openarm_sim_dataset.sim.tasks import rejudge, set_initial_state
+
+    params, _ = episode_params_for(10, 0, ("tray_blue",))
+    data = mujoco.MjData(model)
+    set_initial_state(model, data, params)
+    st = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+    mujoco.mj_getState(model, data, st, mujoco.mjtState.mjSTATE_INTEGRATION)
+    lane = {"outcome": None, "lost_phase": None, "lifted": False}
+    assert rejudge(model, params, st, st, {"step": 0, "lanes": [lane]}) == ("never_picked", False)
+    assert rejudge(model, params, st, st, {"step": 0, "lanes": [dict(lane, outcome="ik_failed")]}) == ("ik_failed", False)
+    assert rejudge(model, params, st, st, {"step": 0, "lanes": [dict(lane, lifted=True, lost_phase="dropped_carrying")]}) \
+        == ("dropped_carrying", False)
+    assert rejudge(model, params, st, st, {"step": None, "lanes": []}) == ("timeout", False)
+    with pytest.raises(ValueError, match="2 lane"):
+        rejudge(model, params, st, st, {"step": 0, "lanes": [lane, lane]})
+
+
 # ------------------------------------------------------------------------------- real episodes
 def _indices_per_side(name: str, want=("right", "left")) -> list[int]:
     found = {}
@@ -219,11 +238,26 @@ def test_each_task_succeeds_on_fixed_seeds(model, name):
     idx = _indices_per_side(name, ("both",) if TASKS[name].arms == "both" else ("right", "left"))
     if TASKS[name].arms == "both":
         idx = [0, 1]
+    import mujoco
+
+    from openarm_sim_dataset.sim.tasks import rejudge
+
     for i in idx:
         params, _ = episode_params_for(10, i, (name,))
-        r = run_episode(model, params)
+        states = {}
+
+        def keep(data, s, ctrl):  # the state each step's control is applied to
+            st = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+            mujoco.mj_getState(model, data, st, mujoco.mjtState.mjSTATE_INTEGRATION)
+            states[s] = st
+
+        r = run_episode(model, params, on_step=keep)
         assert r.outcome == "success" and not r.knocked_over, (name, i, r.outcome, r.phase_log)
         assert r.arm_contacts == 0
+        # the validator's re-judgement (the same rule, from the judged state and the history facts) agrees
+        step = r.judge_facts["step"]
+        assert step == r.steps - 1 and rejudge(model, params, r.initial_state, states[step], r.judge_facts) == \
+            (r.outcome, r.knocked_over)
 
 
 @pytest.mark.slow
