@@ -1,6 +1,7 @@
 """Benchmark validation's costly checks against their floors, measured in the same run.
 
     python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR] [--only replay|render|integrity]
+    python tools/bench_validate.py --only full --baseline SRC [--episodes 10] [--repeats 3] [--data DIR]
 
 Generates (or reuses under --data) a small simulated dataset, then measures (medians of --repeats
 interleaved runs):
@@ -13,11 +14,16 @@ interleaved runs):
   * integrity: the ``integrity`` check (manifest read, stat, SHA-256 of every file in threads) vs
                ``sha256sum`` over the same files (one process, as many paths per call as fit);
                MB/s ratio (target >= 0.8x). Both read from the page cache (files read once before).
+  * full:      (only with ``--only full``) a whole ``dataset-validate DIR --no-update-metadata`` as a process
+               with this checkout vs with the source tree ``--baseline`` (e.g. ``git archive <commit>``
+               unpacked), interleaved, on the same dataset: wall seconds and the ratio (what the
+               checks this checkout adds cost; target <= 1.10x for issue 18's).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -109,19 +115,45 @@ def bench_integrity(ds: Dataset, repeats: int) -> None:
     print(f"integrity check  : {total / 1e6 / o:10.1f} MB/s   ratio {r_ / o:.2f}x (target >= 0.8x)")
 
 
+def bench_full(path: Path, baseline: Path, repeats: int) -> None:
+    """Wall time of a whole validation process, this checkout vs ``baseline`` (medians, interleaved)."""
+    here = Path(__file__).resolve().parents[1]
+    times: dict[str, list[float]] = {"baseline": [], "this checkout": []}
+    rows: dict[str, int] = {}
+    for _ in range(repeats):
+        for name, src in (("baseline", baseline), ("this checkout", here)):
+            env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+            t = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.validate", str(path), "--no-update-metadata",
+                                "--json"], env=env, capture_output=True, text=True)
+            times[name].append(time.perf_counter() - t)
+            if r.returncode not in (0, 1):
+                raise SystemExit(f"{name}: dataset-validate exited {r.returncode}: {r.stderr.strip()[-300:]}")
+            rows[name] = len(json.loads(r.stdout)["rows"])
+    b, h = statistics.median(times["baseline"]), statistics.median(times["this checkout"])
+    print(f"full validation  : baseline {b:.1f} s ({rows['baseline']} checks), this checkout {h:.1f} s "
+          f"({rows['this checkout']} checks), ratio {h / b:.3f}x ({(h - b) / b:+.1%}); medians of {repeats}, "
+          f"load {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--data", type=Path, help="dataset folder to reuse or create")
-    ap.add_argument("--only", choices=("replay", "render", "integrity"), help="run one of the benchmarks")
+    ap.add_argument("--only", choices=("replay", "render", "integrity", "full"), help="run one of the benchmarks")
+    ap.add_argument("--baseline", type=Path, help="source tree to compare a full validation with (--only full)")
     args = ap.parse_args()
+    if args.only == "full" and args.baseline is None:
+        ap.error("--only full needs --baseline SRC")
     tmp = tempfile.TemporaryDirectory() if args.data is None else None
     path = args.data or Path(tmp.name) / "ds"
     if not (path / layout.METADATA_FILE).exists():
         generate(path, range(args.episodes), GenerateConfig(seed=10))
     ds = Dataset(path)
     print(f"{ds.num_episodes} episodes at {path}, load {os.getloadavg()[0]:.2f}")
+    if args.only == "full":
+        return bench_full(path, args.baseline, args.repeats)
     if args.only in (None, "render"):
         bench_render(ds, args.repeats)
     if args.only in (None, "integrity"):
