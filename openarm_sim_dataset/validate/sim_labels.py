@@ -79,7 +79,10 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         return False, [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"]
     # the initial state that index's parameters set: a folder copied from another episode has its own
     d = mujoco.MjData(m)
-    set_initial_state(m, d, params)
+    try:
+        set_initial_state(m, d, params)
+    except (KeyError, ValueError) as e:
+        return False, [f"its seed's initial state cannot be set on the episode's model ({e})"]
     want = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION))
     mujoco.mj_getState(m, d, want, mujoco.mjtState.mjSTATE_INTEGRATION)
     stored = side["initial_state"]
@@ -166,7 +169,7 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
     try:
         outcome, knocked = rejudge(m, params, side["initial_state"], state if state is not None else side["initial_state"],
                                    facts)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # facts or initial state not of this task/model
         return ("ok", (), [f"judge facts do not fit task {params.task} ({e})"])
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
     for k, v in judged.items():
@@ -174,7 +177,10 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
             out.append(f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}")
     # the history the rule read, against what the stored frames show of it
     ctl = make_controller(m, params)
-    for lane, f in zip(ctl.lanes, facts.get("lanes") or []):
+    lanes = facts.get("lanes") if isinstance(facts.get("lanes"), list) else []
+    for lane, f in zip(ctl.lanes, lanes):
+        if not isinstance(f, dict):
+            continue
         z = side["qpos"][:, lane.qadr + 2]
         if f.get("lifted") and not (z > lane.pick_zc + 0.04).any():
             out.append(f"judge facts say {lane.obj} was lifted, no frame shows it 4 cm above its pick height")

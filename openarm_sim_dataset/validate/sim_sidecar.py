@@ -207,6 +207,9 @@ def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] |
     if not isinstance(got, tuple):
         return got
     side, m = got
+    size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION)
+    if side["state"].shape[1:] != (size,) or side["qpos"].shape[1:] != (m.nq,) or side["qvel"].shape[1:] != (m.nv,):
+        return 0, ["state/qpos/qvel are not of the episode's model (sim_schema says which)"]
     out: list[str] = []
     compared = 0
 

@@ -674,7 +674,9 @@ class ScriptedController:
         """Put the controller in the judging position of an episode that started at ``initial`` and whose
         lanes went through ``facts`` (:meth:`judge_facts`), without planning: each lane reset on the
         initial state (its start face), then its history set. Then :meth:`judge` judges a state."""
-        lanes = list(facts.get("lanes") or [])
+        lanes = facts.get("lanes")
+        if not isinstance(lanes, list) or not all(isinstance(f, dict) for f in lanes):
+            raise ValueError("lanes is not a list of objects")
         if len(lanes) != len(self.lanes):
             raise ValueError(f"{len(lanes)} lane(s) recorded, the task has {len(self.lanes)}")
         self._data = initial
