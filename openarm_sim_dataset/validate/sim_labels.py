@@ -28,12 +28,16 @@ from .sim_replay import replayed_judged_state
 
 
 def _config(ctx: Context, ep: str):
-    """The GenerateConfig episode ``ep`` was drawn with (its own provenance after a mixed merge)."""
+    """The GenerateConfig episode ``ep`` was drawn with: its own provenance after a mixed merge, and the
+    seed of its own ``seed_inputs`` (a merge of two seeds' runs keeps the first's simulation block)."""
+    import dataclasses
+
     from ..sim.generate import config_from_simulation
 
     entry = ctx.ds.episode(ep)
     prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else {}
-    return config_from_simulation({**_sim(ctx), **prov}, scene_config(ctx))
+    cfg = config_from_simulation({**_sim(ctx), **prov}, scene_config(ctx))
+    return dataclasses.replace(cfg, seed=int(entry["seed_inputs"]["seed"]))
 
 
 def _params(ctx: Context, ep: str):
