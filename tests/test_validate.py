@@ -157,6 +157,34 @@ def test_each_fault_of_meaning_fails_its_check_after_resealing(generated, tmp_pa
     _meaning_fault_fails_its_check(generated, tmp_path, fault)
 
 
+def test_schema_1_sidecars_still_read_and_skip_what_they_lack(generated, tmp_path):
+    """A dataset of sidecar schema 1 (no ``episode``, no ``judge``): sim_labels skips, naming why;
+    sim_identity still compares the initial state; the rest passes. Under schema 2 a missing record fails."""
+    import shutil
+
+    from openarm_sim_dataset import sidecar
+
+    copy = tmp_path / "copy"
+    shutil.copytree(generated, copy)
+    for p in sorted((copy / "episodes").glob("*/sim/sidecar.npz")):
+        arrays = sidecar.load_npz(p)
+        del arrays[sidecar.EPISODE_KEY], arrays[sidecar.JUDGE_KEY]
+        sidecar.save_npz(p, arrays)
+    checks = ["sim_identity", "sim_labels", "sim_sidecar_agrees", "sim_schema"]
+    rows = rows_by_name(copy, checks=checks)  # metadata still says schema 2: the records are missing
+    assert rows["sim_labels"].failed and "missing 'judge' (sidecar schema 2 records it)" in rows["sim_labels"].detail
+    assert rows["sim_identity"].failed and "missing 'episode'" in rows["sim_identity"].detail
+    doc = yaml.safe_load((copy / "metadata.yaml").read_text())
+    doc["simulation"]["schema_version"] = 1
+    (copy / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    rows = rows_by_name(copy, checks=checks)
+    assert rows["sim_labels"].skipped and rows["sim_labels"].applicable, rows["sim_labels"]
+    assert "recorded before sidecar schema 2" in rows["sim_labels"].detail
+    assert rows["sim_identity"].passed and "2 sidecar(s) without an identity record" in rows["sim_identity"].detail
+    assert rows["sim_sidecar_agrees"].passed and rows["sim_schema"].passed
+    assert not Dataset(copy).validate(checks=["sim_labels"], strict=True)  # a skip that applies: strict fails it
+
+
 @pytest.mark.slow
 def test_new_checks_pass_on_a_clean_mixed_randomised_dataset(mixed):
     rows = rows_by_name(mixed, checks=sorted({c for c, _ in MEANING_EXPECTED.values()} | {"sim_resume"}))
