@@ -170,9 +170,10 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
         state = replayed_judged_state(ctx, ep, side, m, step)
         if state is None:
             return ("ok", (), [f"the state of step {step} cannot be replayed"])
+    ctl = make_controller(m, params)
     try:
         outcome, knocked = rejudge(m, params, side["initial_state"], state if state is not None else side["initial_state"],
-                                   facts)
+                                   facts, ctl)
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # facts or initial state not of this task/model
         return ("ok", (), [f"judge facts do not fit task {params.task} ({e})"])
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
@@ -180,7 +181,6 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
         if k in entry and entry[k] != v:
             out.append(f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}")
     # the history the rule read, against what the stored frames show of it
-    ctl = make_controller(m, params)
     lanes = facts.get("lanes") if isinstance(facts.get("lanes"), list) else []
     for lane, f in zip(ctl.lanes, lanes):
         if not isinstance(f, dict):

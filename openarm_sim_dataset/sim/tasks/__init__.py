@@ -181,17 +181,18 @@ def run_episode(
 
 
 def rejudge(model: mujoco.MjModel, params: EpisodeParams, initial_state: np.ndarray, judged_state: np.ndarray,
-            facts: dict) -> Tuple[str, bool]:
+            facts: dict, controller: Optional[ScriptedController] = None) -> Tuple[str, bool]:
     """``(outcome, knocked_over)`` of an episode judged again by its own task's rule: the task's
     controller (:func:`make_controller`, never a copy of its rule) put back in its judging position
     (:meth:`~.planner.ScriptedController.restore`: lanes reset on ``initial_state``, their history from
     ``facts``) judges ``judged_state`` (mjSTATE_INTEGRATION vectors). ``facts["step"] is None``: the
     controller never finished, the outcome is ``"timeout"`` as :func:`run_episode` records it.
+    ``controller``: a fresh :func:`make_controller` of ``params`` to use (e.g. to read its lanes after).
     Raises ValueError when ``facts`` do not fit the task."""
     if facts.get("step") is None:
         return "timeout", False
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
-    ctl = make_controller(model, params)
+    ctl = make_controller(model, params) if controller is None else controller
     initial, final = mujoco.MjData(model), mujoco.MjData(model)
     for d, state in ((initial, initial_state), (final, judged_state)):
         mujoco.mj_setState(model, d, np.asarray(state, np.float64), spec)
