@@ -101,7 +101,8 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
     listed = {k: entry.get(k, drawn[k]) for k in sidecar.IDENTITY_FIELDS}
     for k in sidecar.IDENTITY_FIELDS:
         if listed[k] != drawn[k]:
-            out.append(f"metadata entry's {k} {listed[k]!r} is not the {drawn[k]!r} seed {cfg.seed} draws for its index")
+            out.append(f"metadata entry's {k} {listed[k]!r} is not the {drawn[k]!r} seed {cfg.seed} draws "
+                       "for its index")
     if "task_index" in entry and entry["task_index"] != task_index:
         out.append(f"metadata entry's task_index {entry['task_index']!r} is not the {task_index} its seed draws")
     facts = _facts(ctx, ep, side, sidecar.EPISODE_KEY)
@@ -165,15 +166,16 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
     if step is None:
         state = None
     elif not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= len(side["physics_ctrl"]):
-        return ("ok", (), [f"judge step {step!r} is not a physics step of the episode (0..{len(side['physics_ctrl'])})"])
+        last = len(side["physics_ctrl"])
+        return ("ok", (), [f"judge step {step!r} is not a physics step of the episode (0..{last})"])
     else:
         state = replayed_judged_state(ctx, ep, side, m, step)
         if state is None:
             return ("ok", (), [f"the state of step {step} cannot be replayed"])
     ctl = make_controller(m, params)
     try:
-        outcome, knocked = rejudge(m, params, side["initial_state"], state if state is not None else side["initial_state"],
-                                   facts, ctl)
+        judged_state = state if state is not None else side["initial_state"]  # a timeout: the state is not read
+        outcome, knocked = rejudge(m, params, side["initial_state"], judged_state, facts, ctl)
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # facts or initial state not of this task/model
         return ("ok", (), [f"judge facts do not fit task {params.task} ({e})"])
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
@@ -188,7 +190,8 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
         z = side["qpos"][:, lane.qadr + 2]
         if f.get("lifted") and not (z > lane.pick_zc + 0.04).any():
             out.append(f"judge facts say {lane.obj} was lifted, no frame shows it 4 cm above its pick height")
-        if (f.get("lost_phase") == "never_picked" or f.get("outcome") == "never_picked") and (z > lane.pick_zc + 0.03).any():
+        never = "never_picked" in (f.get("lost_phase"), f.get("outcome"))
+        if never and (z > lane.pick_zc + 0.03).any():
             out.append(f"judge facts say {lane.obj} was never picked, frames show it > 3 cm above its pick height")
     return ("ok", (params.task, outcome, knocked), out)
 

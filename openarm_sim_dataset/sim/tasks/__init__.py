@@ -37,8 +37,9 @@ from .planner import EpisodeParams, EpisodeResult, ScriptedController
 from .stack import StackTask
 from .unload import UnloadTask
 
-__all__ = ["TASKS", "DEFAULT_TASK", "PickPlace", "TASK_STREAM", "Task", "register", "get_task", "task_names", "resolve_tasks",
-           "choose_task", "episode_params_for", "set_initial_state", "make_controller", "run_episode", "rejudge"]
+__all__ = ["TASKS", "DEFAULT_TASK", "PickPlace", "TASK_STREAM", "Task", "register", "get_task", "task_names",
+           "resolve_tasks", "choose_task", "episode_params_for", "set_initial_state", "make_controller", "run_episode",
+           "rejudge"]
 
 #: Registry: name -> task, in listing order.
 TASKS: Dict[str, Task] = {}
