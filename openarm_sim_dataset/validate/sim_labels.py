@@ -2,8 +2,9 @@
 
 ``sim_identity``: the episode folder is the episode its metadata entry describes. The task, arm(s) and
 seed inputs the sidecar records (``episode``, schema 2) equal the entry's; they are the ones the
-dataset's seed draws for the entry's index (task, task index, arms); and the sidecar's
-``initial_state`` is, bit for bit, the state that index's parameters set on the episode's own model.
+dataset's seed draws for the entry's index (task, task index, arms); the entry's ``steps`` is the
+sidecar's number of physics steps; and the sidecar's ``initial_state`` is, bit for bit, the state that
+index's parameters set on the episode's own model.
 The last part needs no schema 2: an episode folder copied over another fails it whatever its age.
 
 ``sim_labels``: each episode's ``success``, ``outcome`` and lucky-success flag ``knocked_over`` are
@@ -103,6 +104,8 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         if listed[k] != drawn[k]:
             out.append(f"metadata entry's {k} {listed[k]!r} is not the {drawn[k]!r} seed {cfg.seed} draws "
                        "for its index")
+    if "steps" in entry and entry["steps"] != len(side["physics_ctrl"]):
+        out.append(f"metadata entry's steps {entry['steps']!r}, the sidecar's physics_ctrl has {len(side['physics_ctrl'])}")
     if "task_index" in entry and entry["task_index"] != task_index:
         out.append(f"metadata entry's task_index {entry['task_index']!r} is not the {task_index} its seed draws")
     facts = _facts(ctx, ep, side, sidecar.EPISODE_KEY)
@@ -168,6 +171,8 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
     elif not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= len(side["physics_ctrl"]):
         last = len(side["physics_ctrl"])
         return ("ok", (), [f"judge step {step!r} is not a physics step of the episode (0..{last})"])
+    elif step != max(len(side["physics_ctrl"]) - 1, 0):  # the controller stops one step after judging
+        return ("ok", (), [f"judge step {step} is not the episode's last physics step ({len(side['physics_ctrl']) - 1})"])
     else:
         state = replayed_judged_state(ctx, ep, side, m, step)
         if state is None:
