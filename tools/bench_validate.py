@@ -125,9 +125,10 @@ def bench_full(path: Path, baseline: Path, repeats: int) -> None:
             env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
             t = time.perf_counter()
             r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.validate", str(path), "--no-update-metadata",
-                                "--json"], env=env, capture_output=True, text=True)
+                                "--json"], env=env, capture_output=True, text=True,
+                               cwd=src)  # python -m puts the working folder first on the path
             times[name].append(time.perf_counter() - t)
-            if r.returncode not in (0, 1):
+            if r.returncode not in (0, 1) or not r.stdout.strip():
                 raise SystemExit(f"{name}: dataset-validate exited {r.returncode}: {r.stderr.strip()[-300:]}")
             rows[name] = len(json.loads(r.stdout)["rows"])
     b, h = statistics.median(times["baseline"]), statistics.median(times["this checkout"])
