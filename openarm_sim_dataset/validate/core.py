@@ -245,7 +245,8 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
              simulation: bool = True, regenerate: list[str] | None = None,
              checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None) -> Report:
     """Run every applicable check and return one row per check (form checks incl. integrity, camera
-    content checks, then sim checks) as a :class:`Report`.
+    content checks, JPEG encoding and physical consistency (any dataset), then sim checks) as a
+    :class:`Report`.
 
     ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
     and compare array for array (slow); ``checks`` restricts to the named checks; ``quick`` runs
@@ -255,14 +256,16 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
     path (:mod:`.distributed`); the rows are the same as a local run's.
     """
     from .cameras import CAMERA_CHECKS
+    from .encoding import ENCODING_CHECKS
     from .form import FORM_CHECKS
+    from .physics import PHYSICS_CHECKS
     from .simulation import SIM_CHECKS
 
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
     table = list(FORM_CHECKS)
     if not quick:
-        table += CAMERA_CHECKS
+        table += CAMERA_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
         if simulation and _is_simulated(ds):
             from ..gl import check_rendering, import_mujoco
 
