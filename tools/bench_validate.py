@@ -1,6 +1,6 @@
 """Benchmark validation's costly checks against their floors, measured in the same run.
 
-    python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR] [--only replay|render|integrity]
+    python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR] [--only replay|render|integrity|added]
 
 Generates (or reuses under --data) a small simulated dataset, then measures (medians of --repeats
 interleaved runs):
@@ -13,6 +13,9 @@ interleaved runs):
   * integrity: the ``integrity`` check (manifest read, stat, SHA-256 of every file in threads) vs
                ``sha256sum`` over the same files (one process, as many paths per call as fit);
                MB/s ratio (target >= 0.8x). Both read from the page cache (files read once before).
+  * added:     the whole validation (every check, as ``dataset-validate``) with and without the checks
+               of physical consistency and JPEG encoding (validate/physics.py, validate/encoding.py),
+               interleaved: the time they add, as a ratio (e.g. ``--episodes 10 --only added``).
 """
 
 from __future__ import annotations
@@ -109,12 +112,39 @@ def bench_integrity(ds: Dataset, repeats: int) -> None:
     print(f"integrity check  : {total / 1e6 / o:10.1f} MB/s   ratio {r_ / o:.2f}x (target >= 0.8x)")
 
 
+def bench_added(ds: Dataset, repeats: int) -> None:
+    from openarm_sim_dataset.validate import validate
+    from openarm_sim_dataset.validate.encoding import ENCODING_CHECKS
+    from openarm_sim_dataset.validate.physics import PHYSICS_CHECKS
+
+    added = [n for n, _ in PHYSICS_CHECKS + ENCODING_CHECKS]
+    every = [r.check for r in validate(ds)]  # also warms the caches (model, page cache, GL)
+    before = [n for n in every if n not in added]
+    with_t, without_t, alone_t = [], [], []
+    for _ in range(repeats):  # interleaved so both see the same machine load
+        t = time.perf_counter()
+        rows = validate(ds, checks=before)
+        without_t.append(time.perf_counter() - t)
+        assert rows.valid, [(r.check, r.detail) for r in rows if r.failed]
+        t = time.perf_counter()
+        rows = validate(ds)
+        with_t.append(time.perf_counter() - t)
+        assert rows.valid, [(r.check, r.detail) for r in rows if r.failed]
+        t = time.perf_counter()
+        validate(ds, checks=added)
+        alone_t.append(time.perf_counter() - t)
+    w, wo, a = statistics.median(with_t), statistics.median(without_t), statistics.median(alone_t)
+    print(f"validation without {', '.join(added)}: {wo:8.2f} s ({len(before)} checks)")
+    print(f"validation with them                  : {w:8.2f} s   ratio {w / wo:.3f}x; the {len(added)} checks alone "
+          f"{a:.2f} s ({a / wo * 100:.1f} % of the rest)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--data", type=Path, help="dataset folder to reuse or create")
-    ap.add_argument("--only", choices=("replay", "render", "integrity"), help="run one of the benchmarks")
+    ap.add_argument("--only", choices=("replay", "render", "integrity", "added"), help="run one of the benchmarks")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory() if args.data is None else None
     path = args.data or Path(tmp.name) / "ds"
@@ -122,6 +152,8 @@ def main() -> None:
         generate(path, range(args.episodes), GenerateConfig(seed=10))
     ds = Dataset(path)
     print(f"{ds.num_episodes} episodes at {path}, load {os.getloadavg()[0]:.2f}")
+    if args.only in (None, "added"):
+        bench_added(ds, args.repeats)
     if args.only in (None, "render"):
         bench_render(ds, args.repeats)
     if args.only in (None, "integrity"):

@@ -11,8 +11,9 @@ stream (or camera):
 - recorded data (an episode without a simulation sidecar): gaps within the budget (dropped fraction
   <= ``max_dropped_fraction`` and longest gap <= ``max_gap_seconds``) are a ``warn``; beyond it the
   episode fails. The period gaps are measured against is the declared one, or the recorded median
-  interval when that is longer (a stream recorded slower than declared has the median as its
-  period, so that a slow rate is reported once, as a rate finding, not as every sample dropped).
+  interval when the stream was recorded at a steady slower rate (90 % of its intervals within
+  0.5..1.5 medians: a slow rate is reported once, as a rate finding, not as every sample dropped;
+  holes in a stream at the declared rate spread over multiples of the period and stay counted).
   A median interval more than ``rate_tolerance`` from the declared period is a ``warn`` (every sample
   carries its stamp, so the data stays usable; the declared frequency is wrong).
 - simulated data (the episode has ``sim/sidecar.npz``): timing is exact by construction, so any gap
@@ -53,6 +54,12 @@ def is_simulated(ctx: Context, ep: str) -> bool:
     return ctx.cache[key]
 
 
+def _regular(d: np.ndarray, med: float) -> bool:
+    """At least 90 % of the intervals within 0.5..1.5 times their median: a stream recorded at its own
+    steady rate (intervals that are multiples of the declared period, i.e. holes, spread wider)."""
+    return float(np.mean((d >= 0.5 * med) & (d <= 1.5 * med))) >= 0.9
+
+
 def judge(stamps: np.ndarray, hz: float | None, ctx: Context, simulated: bool, unit: str = "samples") -> Timing:
     """The timing verdict of one stream's stamps (int64 ns) against its declared rate ``hz`` (None:
     undeclared, gaps against the median interval)."""
@@ -69,8 +76,10 @@ def judge(stamps: np.ndarray, hz: float | None, ctx: Context, simulated: bool, u
         level = FAIL if simulated else WARN
         problems.append(f"median interval {med / 1e6:.3f} ms vs declared {period / 1e6:.3f} ms "
                         f"({1e9 / med:.1f} Hz vs {hz:.1f} Hz)")
-    if not simulated:
-        period = max(period, med)  # recorded slower than declared: the slow rate is the finding above
+    if not simulated and hz is not None and med > (1 + t.rate_tolerance) * period and _regular(d, med):
+        # recorded regularly at a slower rate than declared (the rate finding above): gaps against the
+        # median; holes in a stream at the declared rate stay counted against the declared period
+        period = med
     long = d > t.gap_periods * period
     gaps = int(long.sum())
     dropped = int(np.maximum(np.rint(d[long] / period) - 1, 1).sum())
