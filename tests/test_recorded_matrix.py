@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import corrupt_recorded
 from conftest import REPO, SUBPROCESS_ENV, run_cli
@@ -36,6 +37,12 @@ def recorded(tmp_path_factory) -> dict[str, Path]:
     a, b = root / "a", root / "b"
     _record(a, "--episodes", "2", "--seed", "0")
     _record(b, "--episodes", "1", "--seed", "1", "--camera-format", "tar")
+    # dataset-merge requires identical `frequencies` (openarm_dataset's rule) and the recorder declares the
+    # rates it measured (249.3 vs 249.7 Hz in two sessions): declare A's rates in B, as a user recording one
+    # dataset in two sessions with nominal rates would
+    doc_a, doc_b = (yaml.safe_load((d / "metadata.yaml").read_text()) for d in (a, b))
+    doc_b["frequencies"] = doc_a["frequencies"]
+    (b / "metadata.yaml").write_text(yaml.safe_dump(doc_b, sort_keys=False))
     run_cli("merge", a, b, "-o", root / "merged", "--quiet")
     run_cli("convert", a, root / "converted", "--quiet")
     run_cli("convert", b, root / "converted_dir", "--quiet")
