@@ -66,10 +66,11 @@ _HELP = {
                               "measured lags +0.00..+0.08 s",
     "follow_motion": "rad: action_follows_obs compares the joints whose obs or command range exceeds this",
     "follow_scale_tolerance": "action_follows_obs: allowed range ratio obs/command (1/x..x); measured: ours "
-                              "0.997-1.01, reference fixtures 1.01-1.21; action in degrees 0.0175, a still arm 0",
+                              "0.915-1.06 (every task), reference fixtures 1.01-1.21; action in degrees 0.0175, a still arm 0",
     "follow_margin": "action_follows_obs: another command column correlating with an obs joint by more than this "
-                     "above its own command means swapped columns or arms; measured: clean margins >= +0.026 "
-                     "(generated), +0.083 (record_demo), +0.481 (reference); swapped joints -0.21..-0.61",
+                     "above its own command means swapped columns or arms; measured: clean margins >= +0.012 "
+                     "(8 episodes, every task, --randomize all), +0.083 (record_demo), +0.481 (reference); "
+                     "swapped joints -0.18..-0.61, swapped arms of a bimanual episode -0.91",
     "plane_error": "m: median distance of back-projected floor/table pixels to their plane",
     "reprojection_px": "px: cube centre projected with the fixed camera vs its mask centroid",
     "wrist_hit_fraction": "fraction of in-view frames where the red cube projects onto its own label",
