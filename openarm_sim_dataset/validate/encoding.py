@@ -15,6 +15,7 @@ nothing stands out as re-encoded.
 from __future__ import annotations
 
 import io
+import struct
 from collections import Counter
 
 import numpy as np
@@ -29,6 +30,11 @@ _STD_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60
                       92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99], dtype=np.float64)
 
 
+#: what PIL's header parser raises on hostile bytes (the frame is then jpeg_frames' finding)
+HEADER_ERRORS = (DatasetError, OSError, UnidentifiedImageError, SyntaxError, ValueError, EOFError, IndexError,
+                 KeyError, TypeError, struct.error, Image.DecompressionBombError)
+
+
 def quality_estimate(luma: tuple[int, ...]) -> float:
     """IJG quality (1-100) whose scaled standard table is closest to ``luma`` (approximate, for reports)."""
     scale = float(np.median(np.asarray(luma, dtype=np.float64) / _STD_LUMA)) * 100
@@ -37,7 +43,7 @@ def quality_estimate(luma: tuple[int, ...]) -> float:
 
 def encoding(data: bytes) -> tuple:
     """(size (W, H), mode, subsampling, quantisation tables) from a JPEG's headers."""
-    with Image.open(io.BytesIO(data)) as im:
+    with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:
         q = im.quantization or {}
         return im.size, im.mode, JpegImagePlugin.get_sampling(im), tuple(tuple(q[k]) for k in sorted(q))
 
@@ -64,8 +70,8 @@ def check_jpeg_encoding(ctx: Context) -> Outcome:
             for i in range(cam.num_frames):
                 try:
                     sig = encoding(cam.get_frame(i).read_bytes())
-                except (DatasetError, OSError, UnidentifiedImageError, SyntaxError, ValueError):
-                    continue  # an unreadable frame is jpeg_frames' finding
+                except HEADER_ERRORS:
+                    continue  # an unreadable or non-JPEG frame is jpeg_frames' finding
                 per_camera.setdefault(name, []).append((ep, i, sig))
     if not per_camera:
         return Outcome(True, "no readable JPEG frames", skipped=True, applicable=False)
