@@ -186,3 +186,7 @@ def test_reference_fixtures_pass_or_warn(name):
         assert "does not follow the motion of qpos" in rows["qvel_consistency"].detail
     if name != "dataset_0.1.0":  # 0.1.0 declares no rates at all (metadata's finding)
         assert rows["timestamps"].status == "warn" and "within the budget" in rows["timestamps"].detail
+
+
+def test_every_meaning_check_has_a_planted_fault():
+    assert set(MEANING) == set(corrupt_recorded.FAULTS.values())
