@@ -62,6 +62,7 @@ def _differs(sig: tuple, ref: tuple) -> str:
 
 def check_jpeg_encoding(ctx: Context) -> Outcome:
     per_camera: dict[str, list[tuple[str, int, tuple]]] = {}
+    known: dict[bytes, tuple] = {}  # header bytes (up to the scan) -> encoding: PIL parses each distinct header once
     for ep in ctx.episodes:
         cams = ctx.cameras(ep)
         if not isinstance(cams, dict):
@@ -69,7 +70,11 @@ def check_jpeg_encoding(ctx: Context) -> Outcome:
         for name, cam in cams.items():
             for i in range(cam.num_frames):
                 try:
-                    sig = encoding(cam.get_frame(i).read_bytes())
+                    data = cam.get_frame(i).read_bytes()
+                    head = data[: data.find(b"\xff\xda") + 1 or len(data)]
+                    sig = known.get(head)
+                    if sig is None:
+                        sig = known[head] = encoding(data)
                 except HEADER_ERRORS:
                     continue  # an unreadable or non-JPEG frame is jpeg_frames' finding
                 per_camera.setdefault(name, []).append((ep, i, sig))
