@@ -61,6 +61,7 @@ def _differs(sig: tuple, ref: tuple) -> str:
 
 
 def check_jpeg_encoding(ctx: Context) -> Outcome:
+    """Every camera's frames share one encoding across the checked episodes (module docstring)."""
     per_camera: dict[str, list[tuple[str, int, tuple]]] = {}
     known: dict[bytes, tuple] = {}  # header bytes (up to the scan) -> encoding: PIL parses each distinct header once
     for ep in ctx.episodes:

@@ -18,7 +18,8 @@ each other the way a robot's streams do.
   the range ratio obs / action must be within a factor ``follow_scale_tolerance`` (a unit change
   between streams, a still arm under a moving command), the best-lag correlation with its own
   command must be positive (sign), and no other commanded column of either arm may match it better
-  by more than ``follow_margin`` (swapped columns, swapped arms).
+  by more than ``follow_margin`` (swapped columns, swapped arms). Episodes whose common span is
+  shorter than four lag windows (2 s by default) are not compared.
 - ``duplicate_episodes``: two episodes whose streams (values of every obs and action stream) are
   byte-identical under different ids (SHA-256 of the arrays): every copy after the first in id order
   fails.
@@ -77,6 +78,7 @@ def qvel_figures(t_ns: np.ndarray, q: np.ndarray, v: np.ndarray, window_s: float
 
 
 def check_qvel_consistency(ctx: Context) -> Outcome:
+    """Obs qvel of each arm against the motion of its obs qpos (module docstring)."""
     t = ctx.t
     bad, warned, findings, warn_first, streams, corrs, ratios = set(), set(), [], None, 0, [], []
     for ep in ctx.episodes:
@@ -147,8 +149,10 @@ def lagged_correlations(obs: np.ndarray, act: np.ndarray, max_lag: int) -> np.nd
     return out
 
 
-def follow_findings(ctx: Context, ep: str) -> tuple[list[str], list[str], dict] | None:
-    """(failures, notes, figures) of one episode, None when there is nothing to compare."""
+def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
+    """(failures, figures) of one episode (figures: range ratios, own-command correlations, margins over
+    the best other column, lags in s), None when there is nothing to compare (no obs/action arm qpos
+    pair, or a common span shorter than four lag windows)."""
     t = ctx.t
     obs, act = _arm_streams(ctx, ep, "obs", "qpos"), _arm_streams(ctx, ep, "action", "qpos")
     sides = sorted(set(obs) & set(act))
@@ -192,10 +196,11 @@ def follow_findings(ctx: Context, ep: str) -> tuple[list[str], list[str], dict] 
         if best[j] - own[k] > t.follow_margin:
             fails.append(f"obs {name} follows the command of {names[j]} (correlation {best[j]:.3f}) better than "
                          f"its own ({own[k]:.3f}): columns or arms swapped")
-    return fails, [], figures
+    return fails, figures
 
 
 def check_action_follows_obs(ctx: Context) -> Outcome:
+    """Each moving obs joint follows its own commanded joint (module docstring)."""
     t = ctx.t
     bad, first, episodes = set(), None, 0
     ratios, owns, margins, lags = [], [], [], []
@@ -203,7 +208,7 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
         res = follow_findings(ctx, ep)
         if res is None:
             continue
-        fails, _, fig = res
+        fails, fig = res
         if not fig["ratios"]:
             continue
         episodes += 1
@@ -216,7 +221,9 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
             first = first or f"episode {ep}: {fails[0]}" + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else "")
     if episodes == 0:
         return Outcome(True, "no episode with obs and action arm qpos that move", skipped=True, applicable=False)
-    fmt = lambda v, f: f"{min(v):{f}}..{max(v):{f}}" if v else "n/a"  # noqa: E731
+    def fmt(v: list, f: str) -> str:
+        return f"{min(v):{f}}..{max(v):{f}}" if v else "n/a"
+
     detail = (f"{episodes} episodes, {len(ratios)} moving joints: range ratio obs/action {fmt(ratios, '.3g')} "
               f"(limit x{t.follow_scale_tolerance:g}), own-command correlation {fmt(owns, '.3f')}, margin over the best "
               f"other column {fmt(margins, '.3f')} (limit -{t.follow_margin:g}), lag {fmt(lags, '+.2f')} s")
@@ -243,6 +250,7 @@ def content_hash(ctx: Context, ep: str) -> str | None:
 
 
 def check_duplicate_episodes(ctx: Context) -> Outcome:
+    """No two checked episodes with byte-identical streams; the copies after the first (id order) fail."""
     groups: dict[str, list[str]] = {}
     for ep in ctx.episodes:
         digest = content_hash(ctx, ep)
