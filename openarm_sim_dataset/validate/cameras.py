@@ -1,5 +1,5 @@
-"""Camera streams of any dataset (recorded or simulated): timing against the declared rate, and
-frozen (stale) cameras.
+"""Camera streams of any dataset (recorded or simulated): frozen (stale) cameras (their timing,
+``camera_rate``, is in :mod:`.timing`).
 
 Every frame is read and decoded once per run by :func:`scan` (shared with the ``jpeg_frames`` form
 check): its size or decoding error, whether its bytes equal the previous frame's, and the mean
