@@ -351,8 +351,8 @@ class Dataset:
     # ----------------------------------------------------------------- validation
     def validate(self, on_error: Callable[[str], object] | None = None, **options):
         """Run the validation checks (see :func:`openarm_sim_dataset.validate.validate`) and return a
-        ``Report``: rows ``(check, status pass|fail|skip, detail, episodes)`` with ``.counts`` of passed,
-        failed and skipped apart; its truth value is the verdict (``if ds.validate():``, as
+        ``Report``: rows ``(check, status pass|warn|fail|skip, detail, episodes)`` with ``.counts`` of
+        passed, warned, failed and skipped apart (a warning leaves its episodes usable); its truth value is the verdict (``if ds.validate():``, as
         openarm_dataset's bool). ``on_error`` (openarm_dataset's callback) is called with
         ``<file>: includes null values`` for each stream file holding a null/NaN, then with
         ``<check>: <detail>`` for each failed check. Does not modify the dataset."""

@@ -222,20 +222,20 @@ def test_summary_counts_skips_apart_strict_and_quick(generated, capsys):
     doc = json.loads(capsys.readouterr().out)
     names = [r["check"] for r in doc["rows"]]
     assert code == 0 and names == [n for n, _ in FORM_CHECKS] and "integrity" in names
-    assert doc["checks"] == {"passed": len(names) - 1, "failed": 0, "skipped": 1}
+    assert doc["checks"] == {"passed": len(names) - 1, "warned": 0, "failed": 0, "skipped": 1}
     assert [r["status"] for r in doc["rows"] if r["check"] == "pose_quaternions"] == ["skip"]
     # a recorded fixture has no manifests (another tool wrote it): integrity is a skip, counted apart
     fixture = str(OWN_FIXTURES / "dataset_0.4.0")
     assert cli.main([fixture, "--no-update-metadata", "--checks", "integrity", "nulls"]) == 0
     out = capsys.readouterr().out
-    assert "[skip] integrity" in out and "valid (1 passed, 0 failed, 1 skipped of 2 checks, 2/2 episodes valid)" in out
-    assert Dataset(fixture).validate(checks=["integrity", "nulls"]).counts == {"passed": 1, "failed": 0, "skipped": 1}
+    assert "[skip] integrity" in out and "valid (1 passed, 0 warned, 0 failed, 1 skipped of 2 checks, 2/2 episodes valid)" in out
+    assert Dataset(fixture).validate(checks=["integrity", "nulls"]).counts == {"passed": 1, "warned": 0, "failed": 0, "skipped": 1}
     # --strict: a skip of a check that applies is a failure; one that does not apply stays a skip
     assert cli.main([fixture, "--no-update-metadata", "--checks", "integrity", "nulls", "--strict"]) == 1
     out = capsys.readouterr().out
-    assert "[FAIL] integrity" in out and "skipped, a failure under strict" in out and "(1 passed, 1 failed, 0 skipped" in out
+    assert "[FAIL] integrity" in out and "skipped, a failure under strict" in out and "(1 passed, 0 warned, 1 failed, 0 skipped" in out
     assert cli.main([str(generated), "--no-update-metadata", "--checks", "pose_quaternions", "sim_regenerate", "--strict"]) == 0
-    assert "(0 passed, 0 failed, 2 skipped of 2 checks" in capsys.readouterr().out
+    assert "(0 passed, 0 warned, 0 failed, 2 skipped of 2 checks" in capsys.readouterr().out
 
 
 def test_reference_validate_misses_null_without_statistics(generated, tmp_path):
@@ -281,12 +281,16 @@ def test_form_checks_on_recorded_fixtures(name):
 
 
 def test_reference_fixture_findings():
-    """The reference's 0.3.0 fixture has real jitter: our checks say so with figures."""
+    """The reference's 0.3.0 fixture has real jitter: our checks say so with figures. Its timing (a few
+    dropped samples, a median rate 6 % off the declared one) is a warning, within the budget of recorded
+    data; its qpos jumps (random test values) make it invalid."""
     if not REF_FIXTURES.is_dir():
         pytest.skip("../shared absent")
     ds = Dataset(REF_FIXTURES / "dataset_0.3.0")
     rows = {r.check: r for r in ds.validate()}
-    assert not rows["timestamps"].passed and "dropped-sample gaps" in rows["timestamps"].detail
+    assert rows["timestamps"].status == "warn" and "dropped-sample gaps" in rows["timestamps"].detail
+    assert rows["timestamps"].warned == ["0", "3"] and "within the budget" in rows["timestamps"].detail
+    assert rows["qpos_jumps"].failed
     assert valid_flags(ds, list(rows.values())) == {"0": False, "3": False}
 
 
@@ -294,17 +298,18 @@ def test_reference_fixture_findings():
 def test_reference_fixture_camera_findings(name):
     """The reference fixtures' cameras: episode 0's frames come at irregular intervals (9-11 ms, then
     33 ms: a median of ~21 ms where 30.3 Hz is declared, or a gap against the median where no rate is
-    declared) — findings, reported as such; no camera is frozen (3 frames over 0.04-0.07 s, each
+    declared) — findings, reported as such (a warning: within the budget of recorded data, every frame
+    has its stamp); no camera is frozen (3 frames over 0.04-0.07 s, each
     differing by ~59 grey levels); no manifest (another tool wrote them)."""
     if not REF_FIXTURES.is_dir():
         pytest.skip("../shared absent")
     ds = Dataset(REF_FIXTURES / name)
     rows = {r.check: r for r in ds.validate(checks=["camera_rate", "camera_frozen", "integrity"])}
-    assert rows["camera_rate"].failed and rows["camera_rate"].episodes == ["0"], rows["camera_rate"].detail
+    assert rows["camera_rate"].status == "warn" and rows["camera_rate"].warned == ["0"], rows["camera_rate"].detail
     if ds.meta.frequency("cameras", "head") is None:  # intervals of 9.8 and 33 ms: a gap against their median
         assert "without a declared rate" in rows["camera_rate"].detail and "gap(s)" in rows["camera_rate"].detail
     else:
-        assert rows["camera_rate"].episodes == ["0"] and "median interval" in rows["camera_rate"].detail
+        assert "median interval" in rows["camera_rate"].detail
         assert "vs declared 33.000 ms" in rows["camera_rate"].detail
     assert rows["camera_frozen"].passed and "longest unchanged run 0.00 s" in rows["camera_frozen"].detail
     assert rows["integrity"].skipped

@@ -1,6 +1,6 @@
 """Benchmark validation's costly checks against their floors, measured in the same run.
 
-    python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR] [--only replay|render|integrity]
+    python tools/bench_validate.py [--episodes 2] [--repeats 5] [--data DIR] [--only replay|render|integrity|added]
     python tools/bench_validate.py --only full --baseline SRC [--episodes 10] [--repeats 3] [--data DIR]
 
 Generates (or reuses under --data) a small simulated dataset, then measures (medians of --repeats
@@ -18,6 +18,9 @@ interleaved runs):
                with this checkout vs with the source tree ``--baseline`` (e.g. ``git archive <commit>``
                unpacked), interleaved, on the same dataset: wall seconds and the ratio (what the
                checks this checkout adds cost; target <= 1.10x for issue 18's).
+  * added:     the whole validation (every check, as ``dataset-validate``) with and without the checks
+               of physical consistency and JPEG encoding (validate/physics.py, validate/encoding.py),
+               interleaved: the time they add, as a ratio (e.g. ``--episodes 10 --only added``).
 """
 
 from __future__ import annotations
@@ -135,6 +138,31 @@ def bench_full(path: Path, baseline: Path, repeats: int) -> None:
     print(f"full validation  : baseline {b:.1f} s ({rows['baseline']} checks), this checkout {h:.1f} s "
           f"({rows['this checkout']} checks), ratio {h / b:.3f}x ({(h - b) / b:+.1%}); medians of {repeats}, "
           f"load {os.getloadavg()[0]:.2f}")
+def bench_added(ds: Dataset, repeats: int) -> None:
+    from openarm_sim_dataset.validate import validate
+    from openarm_sim_dataset.validate.encoding import ENCODING_CHECKS
+    from openarm_sim_dataset.validate.physics import PHYSICS_CHECKS
+
+    added = [n for n, _ in PHYSICS_CHECKS + ENCODING_CHECKS]
+    every = [r.check for r in validate(ds)]  # also warms the caches (model, page cache, GL)
+    before = [n for n in every if n not in added]
+    with_t, without_t, alone_t = [], [], []
+    for _ in range(repeats):  # interleaved so both see the same machine load
+        t = time.perf_counter()
+        rows = validate(ds, checks=before)
+        without_t.append(time.perf_counter() - t)
+        assert rows.valid, [(r.check, r.detail) for r in rows if r.failed]
+        t = time.perf_counter()
+        rows = validate(ds)
+        with_t.append(time.perf_counter() - t)
+        assert rows.valid, [(r.check, r.detail) for r in rows if r.failed]
+        t = time.perf_counter()
+        validate(ds, checks=added)
+        alone_t.append(time.perf_counter() - t)
+    w, wo, a = statistics.median(with_t), statistics.median(without_t), statistics.median(alone_t)
+    print(f"validation without {', '.join(added)}: {wo:8.2f} s ({len(before)} checks)")
+    print(f"validation with them                  : {w:8.2f} s   ratio {w / wo:.3f}x; the {len(added)} checks alone "
+          f"{a:.2f} s ({a / wo * 100:.1f} % of the rest)")
 
 
 def main() -> None:
@@ -142,7 +170,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--data", type=Path, help="dataset folder to reuse or create")
-    ap.add_argument("--only", choices=("replay", "render", "integrity", "full"), help="run one of the benchmarks")
+    ap.add_argument("--only", choices=("replay", "render", "integrity", "added", "full"), help="run one of the benchmarks")
     ap.add_argument("--baseline", type=Path, help="source tree to compare a full validation with (--only full)")
     args = ap.parse_args()
     if args.only == "full" and args.baseline is None:
@@ -155,6 +183,8 @@ def main() -> None:
     print(f"{ds.num_episodes} episodes at {path}, load {os.getloadavg()[0]:.2f}")
     if args.only == "full":
         return bench_full(path, args.baseline, args.repeats)
+    if args.only in (None, "added"):
+        bench_added(ds, args.repeats)
     if args.only in (None, "render"):
         bench_render(ds, args.repeats)
     if args.only in (None, "integrity"):

@@ -1,6 +1,7 @@
 """Validation: checks of form (any dataset) and of meaning (simulated datasets), as data.
 
-Each check is a row ``(name, function)`` in :data:`FORM_CHECKS`, :data:`CAMERA_CHECKS` or :data:`SIM_CHECKS`; a function
+Each check is a row ``(name, function)`` in :data:`FORM_CHECKS`, :data:`CAMERA_CHECKS`, :data:`ENCODING_CHECKS`,
+:data:`PHYSICS_CHECKS` or :data:`SIM_CHECKS`; a function
 takes a :class:`Context` and returns a :class:`Outcome` (passed, detail with figures, episodes
 affected). Adding a check is adding a row. :func:`validate` runs the table and returns
 :class:`CheckResult` rows; :func:`write_valid_flags` records ``valid: true|false`` per episode.
@@ -14,15 +15,17 @@ from .thresholds import Thresholds
 # The rest on first use (PEP 562): `dataset-validate --help` needs only the thresholds.
 _LAZY = {"CheckResult": "core", "Context": "core", "Outcome": "core", "validate": "core", "valid_flags": "core",
          "write_valid_flags": "core", "FORM_CHECKS": "form", "SIM_CHECKS": "simulation",
-         "CAMERA_CHECKS": "cameras", "Report": "core"}
+         "CAMERA_CHECKS": "cameras", "Report": "core", "ENCODING_CHECKS": "encoding", "PHYSICS_CHECKS": "physics"}
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "CAMERA_CHECKS",
+    "ENCODING_CHECKS",
     "CheckResult",
     "Context",
     "FORM_CHECKS",
     "Outcome",
+    "PHYSICS_CHECKS",
     "Report",
     "SIM_CHECKS",
     "Thresholds",

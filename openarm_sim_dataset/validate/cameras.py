@@ -1,5 +1,5 @@
-"""Camera streams of any dataset (recorded or simulated): timing against the declared rate, and
-frozen (stale) cameras.
+"""Camera streams of any dataset (recorded or simulated): frozen (stale) cameras (their timing,
+``camera_rate``, is in :mod:`.timing`).
 
 Every frame is read and decoded once per run by :func:`scan` (shared with the ``jpeg_frames`` form
 check): its size or decoding error, whether its bytes equal the previous frame's, and the mean
@@ -89,50 +89,6 @@ def scan(ctx: Context) -> dict[tuple[str, str], CameraScan]:
         s.diff = np.concatenate([s.diff, diff])
     ctx.cache["camera_scan"] = out
     return out
-
-
-def check_camera_rate(ctx: Context) -> Outcome:
-    """Frame stamps strictly increasing, median interval within ``rate_tolerance`` of the declared
-    rate, no interval longer than ``gap_periods`` periods (a dropped frame)."""
-    meta = ctx.ds.meta
-    bad, problems, cameras, gaps_total, undeclared = set(), [], 0, 0, 0
-    for ep in ctx.episodes:
-        cams = ctx.cameras(ep)
-        if not isinstance(cams, dict):
-            continue
-        for name, cam in cams.items():
-            d = np.diff(cam.timestamps)
-            if not len(d):
-                continue
-            cameras += 1
-            where = f"episode {ep} camera {name}"
-            if not np.all(d > 0):
-                bad.add(ep)
-                problems.append(f"{where}: stamps not strictly increasing")
-                continue
-            hz = meta.frequency("cameras", meta.stored_camera_name(name))
-            med = float(np.median(d))
-            if hz is None:
-                undeclared += 1
-                period = med  # no declared rate (unversioned layout): gaps against the measured one
-            else:
-                period = 1e9 / hz
-                if abs(med - period) > ctx.t.rate_tolerance * period:
-                    bad.add(ep)
-                    problems.append(f"{where}: median interval {med / 1e6:.3f} ms vs declared {period / 1e6:.3f} ms "
-                                    f"({1e9 / med:.1f} Hz vs {hz:.1f} Hz)")
-            gaps = int(np.sum(d > ctx.t.gap_periods * period))
-            if gaps:
-                gaps_total += gaps
-                bad.add(ep)
-                problems.append(f"{where}: {gaps} gap(s) > {ctx.t.gap_periods} periods (dropped frames), "
-                                f"longest {d.max() / 1e6:.1f} ms")
-    if cameras == 0:
-        return Outcome(True, "no camera with two or more frames", skipped=True, applicable=False)
-    detail = (f"{cameras} episode-cameras, {gaps_total} dropped-frame gaps"
-              + (f", {undeclared} without a declared rate (gaps against the median)" if undeclared else "")
-              + (f"; {len(problems)} problems, first: {problems[0]}" if problems else ""))
-    return Outcome(not bad, detail, sorted(bad))
 
 
 def _runs(same: np.ndarray) -> list[tuple[int, int]]:

@@ -24,22 +24,28 @@ class Outcome:
 
     ``skipped``: nothing was verified (the detail says why). ``applicable`` tells a skip of a check
     that applies to the dataset (it could not verify, e.g. no manifest to check against: a failure
-    under ``strict``) from one that does not (e.g. no wrist camera, nothing requested)."""
+    under ``strict``) from one that does not (e.g. no wrist camera, nothing requested).
+
+    ``warned``: episodes with a finding that is kept (counted in the detail) but leaves them usable,
+    e.g. dropped samples within the budget of a recorded stream: a passed row with warnings has status
+    ``warn``; under ``strict`` it is a failure naming those episodes."""
 
     passed: bool
     detail: str
     episodes: list[str] = field(default_factory=list)
     skipped: bool = False
     applicable: bool = True
+    warned: list[str] = field(default_factory=list)
 
 
-STATUSES = ("pass", "fail", "skip")
+STATUSES = ("pass", "warn", "fail", "skip")
 
 
 @dataclass
 class CheckResult:
-    """One row of the report: ``status`` is ``pass``, ``fail`` or ``skip``; a skipped row is never
-    ``passed``."""
+    """One row of the report: ``status`` is ``pass``, ``warn``, ``fail`` or ``skip``; a skipped row is
+    never ``passed``; a ``warn`` row is ``passed`` (its ``warned`` episodes stay usable) with a finding
+    kept in its detail. ``episodes``: the episodes it fails."""
 
     check: str
     passed: bool
@@ -47,10 +53,15 @@ class CheckResult:
     episodes: list[str]
     skipped: bool = False
     applicable: bool = True
+    warned: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        return "skip" if self.skipped else ("pass" if self.passed else "fail")
+        if self.skipped:
+            return "skip"
+        if not self.passed:
+            return "fail"
+        return "warn" if self.warned else "pass"
 
     @property
     def failed(self) -> bool:
@@ -61,8 +72,8 @@ class CheckResult:
 
 
 class Report(list):
-    """The rows of one validation run (a list of :class:`CheckResult`) with passed, failed and
-    skipped counted apart. Its truth value is the verdict (``valid``), as openarm_dataset's
+    """The rows of one validation run (a list of :class:`CheckResult`) with passed, warned, failed and
+    skipped counted apart (a warned row does not make the verdict invalid). Its truth value is the verdict (``valid``), as openarm_dataset's
     ``validate()`` returns a bool; ``file_lines`` holds openarm_dataset's per-file messages
     (``<file>: includes null values``, paths relative to the dataset)."""
 
@@ -76,24 +87,26 @@ class Report(list):
         return self.valid
 
     def tally(self, status: str) -> int:
-        """How many rows have ``status`` (``pass``, ``fail`` or ``skip``)."""
+        """How many rows have ``status`` (``pass``, ``warn``, ``fail`` or ``skip``)."""
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
         return sum(r.status == status for r in self)
 
     @property
     def counts(self) -> dict[str, int]:
-        """``{"passed": n, "failed": n, "skipped": n}``."""
-        return {"passed": self.tally("pass"), "failed": self.tally("fail"), "skipped": self.tally("skip")}
+        """``{"passed": n, "warned": n, "failed": n, "skipped": n}``."""
+        return {"passed": self.tally("pass"), "warned": self.tally("warn"), "failed": self.tally("fail"),
+                "skipped": self.tally("skip")}
 
     @property
     def valid(self) -> bool:
         return self.tally("fail") == 0
 
     def summary(self) -> str:
-        """E.g. ``21 passed, 0 failed, 2 skipped of 23 checks``."""
+        """E.g. ``20 passed, 1 warned, 0 failed, 2 skipped of 23 checks``."""
         c = self.counts
-        return f"{c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped of {len(self)} checks"
+        return (f"{c['passed']} passed, {c['warned']} warned, {c['failed']} failed, {c['skipped']} skipped "
+                f"of {len(self)} checks")
 
 
 class Context:
@@ -232,24 +245,27 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
              simulation: bool = True, regenerate: list[str] | None = None,
              checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None) -> Report:
     """Run every applicable check and return one row per check (form checks incl. integrity, camera
-    content checks, then sim checks) as a :class:`Report`.
+    content checks, JPEG encoding and physical consistency (any dataset), then sim checks) as a
+    :class:`Report`.
 
     ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
     and compare array for array (slow); ``checks`` restricts to the named checks; ``quick`` runs
     only the form and integrity checks; ``strict`` turns a skip of a check that applies to the
-    dataset into a failure. ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions`: the per-episode
+    dataset, and a warning (``warn`` row), into a failure. ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions`: the per-episode
     simulation checks (:class:`EpisodeCheck` rows) run as Ray tasks reading the dataset from the same
     path (:mod:`.distributed`); the rows are the same as a local run's.
     """
     from .cameras import CAMERA_CHECKS
+    from .encoding import ENCODING_CHECKS
     from .form import FORM_CHECKS
+    from .physics import PHYSICS_CHECKS
     from .simulation import SIM_CHECKS
 
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
     table = list(FORM_CHECKS)
     if not quick:
-        table += CAMERA_CHECKS
+        table += CAMERA_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
         if simulation and _is_simulated(ds):
             from ..gl import check_rendering, import_mujoco
 
@@ -281,8 +297,11 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             out = Outcome(False, _block_unusable(ds, block_error_text(e)), list(ids))
         if strict and out.skipped and out.applicable:
             out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes)
+        if strict and out.warned and not out.skipped:
+            out = Outcome(False, f"warning, a failure under strict: {out.detail}", [*out.episodes, *out.warned])
         rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
-                                sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable))
+                                sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable,
+                                sorted(set(out.warned), key=_id_key)))
     return rows
 
 
@@ -295,7 +314,8 @@ def _id_key(ep: str):
 
 
 def valid_flags(ds: Dataset, rows: list[CheckResult], episodes: list[str] | None = None) -> dict[str, bool]:
-    """``valid`` per checked episode: false if any failed check names it (or names no episode)."""
+    """``valid`` per checked episode: false if any failed check names it (or names no episode); a
+    ``warn`` row leaves its episodes valid (usable, the finding kept in the report)."""
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     bad: set[str] = set()
     for r in rows:

@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 
 from .. import layout
 from ..atomic import TMP_PREFIX
-from .cameras import check_camera_rate, scan
+from .cameras import scan
 from .core import CheckFn, Context, Outcome
 from .integrity import check_integrity
+from .timing import check_camera_rate, check_timestamps
 
 
 def check_metadata(ctx: Context) -> Outcome:
@@ -117,35 +118,6 @@ def _relative(ctx: Context, path) -> str:
         return path.relative_to(ctx.ds.root).as_posix()
     except ValueError:
         return str(path)
-
-
-def check_timestamps(ctx: Context) -> Outcome:
-    meta = ctx.ds.meta
-    bad, problems, streams, gaps_total = set(), [], 0, 0
-    for ep, kind, key, s in _each_stream(ctx):
-        streams += 1
-        prefix = key.rsplit("/", 1)[0]
-        emb, _, comp = prefix.partition("/")
-        d = np.diff(s.timestamps)
-        if len(d) and not np.all(d > 0):
-            bad.add(ep)
-            problems.append(f"episode {ep} {kind} {key}: not strictly increasing")
-            continue
-        hz = meta.frequency(kind, emb, comp or None)
-        if hz is None or not len(d):
-            continue
-        period = 1e9 / hz
-        med = float(np.median(d))
-        if abs(med - period) > ctx.t.rate_tolerance * period:
-            bad.add(ep)
-            problems.append(f"episode {ep} {kind} {key}: median interval {med / 1e6:.3f} ms vs declared {period / 1e6:.3f} ms")
-        gaps = int(np.sum(d > ctx.t.gap_periods * period))
-        if gaps:
-            gaps_total += gaps
-            bad.add(ep)
-            problems.append(f"episode {ep} {kind} {key}: {gaps} gap(s) > {ctx.t.gap_periods} periods (dropped samples)")
-    detail = f"{streams} streams, {gaps_total} dropped-sample gaps" + (f"; {problems[0]}" if problems else "")
-    return Outcome(not bad, detail, sorted(bad))
 
 
 def check_qpos_jumps(ctx: Context) -> Outcome:
