@@ -21,5 +21,7 @@ class Thresholds:
     frozen_seconds: float = 1.0  # s: a camera showing the same image this long while the arms move is frozen
     frozen_noise_floor: float = 0.1  # grey levels: mean |difference| of consecutive frames below this = same image
     frozen_motion: float = 0.02  # rad: arm joints moving more than this during a run make the run suspicious
+    frozen_view_fraction: float = 0.01  # simulated: pixels of a camera's view that changed (depth/labels) in a frozen run
+    frozen_depth_m: float = 0.005  # m: depth change of a pixel that counts as a change of the view
     render_psnr_db: float = 25.0  # dB: re-rendered vs stored frame on another GL renderer (approximate)
     sim_render_stride: int = 1  # re-render every K-th camera frame (1: every frame)
