@@ -56,7 +56,7 @@ def test_clean_dataset_passes_every_check(generated):
     # figures are reported
     assert "cube-frames" in rows["sim_reprojection"].detail and "bit-exact" in rows["sim_replay"].detail
     assert rows["integrity"].passed and rows["camera_frozen"].passed and rows["camera_rate"].passed
-    assert "136/136 JPEG bytes identical" in rows["sim_render"].detail and "exact JPEG bytes" in rows["sim_render"].detail
+    assert "204/204 JPEG bytes identical" in rows["sim_render"].detail and "exact JPEG bytes" in rows["sim_render"].detail
     # skips are rows of their own, never passes
     assert {k for k, r in rows.items() if r.skipped} == {"pose_quaternions", "sim_regenerate"}
     assert all(not r.passed for r in rows.values() if r.skipped)

@@ -186,7 +186,7 @@ def test_randomised_episodes_replay_exactly_and_validate(randomized):
     failed = {k: r.detail for k, r in rows.items() if r.failed}
     assert failed == {}
     assert "2/2 randomised episode models rebuilt from their variation as recorded" in rows["sim_provenance"].detail
-    assert "136/136 JPEG bytes identical" in rows["sim_render"].detail
+    assert "204/204 JPEG bytes identical" in rows["sim_render"].detail
     assert rows["sim_regenerate"].passed and not rows["sim_regenerate"].skipped
     assert rows["sim_reprojection"].passed and not rows["sim_reprojection"].skipped
     r = run_cli("replay", randomized, "--render", check=0)
@@ -243,3 +243,34 @@ def test_shards_of_a_randomised_run_merge_into_the_files_of_one_run(tmp_path):
     (nominal / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     r = run_cli("merge", whole, nominal, "-o", tmp_path / "mixed", check=2)
     assert "simulation.randomization" in r.stderr
+
+
+@pytest.mark.slow
+def test_golden_test_passes_under_another_kernel_and_hostname(tmp_path):
+    """Issue 18 item 7: the golden comparison holds on another machine of this kind. A copy of this
+    checkout at another path runs it where the kernel reports another release (``setarch --uname-2.6``:
+    the kernel's own personality flag, inherited by every process the test starts) and the host another
+    name (``unshare --uts``), so ``simulation.platform`` of the generations differs from the golden file's."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    if not (shutil.which("setarch") and shutil.which("unshare")):
+        pytest.skip("needs setarch and unshare (util-linux)")
+    wrap = ["setarch", platform.machine(), "--uname-2.6", "unshare", "-Ur", "--uts"]
+    probe = subprocess.run([*wrap, "sh", "-c", "hostname another-host && exec " + sys.executable +
+                            " -c 'import platform, socket; print(platform.platform()); print(socket.gethostname())'"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this machine refuses a changed uname or UTS namespace: {probe.stderr.strip()[:200]}")
+    there_platform, there_host = probe.stdout.split()
+    assert there_platform != platform.platform() and there_host == "another-host" != socket.gethostname()
+    clone = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".pytest_cache", "out"))
+    env = dict(os.environ, PYTHONPATH=str(clone), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTEST_XDIST_WORKER", None)
+    cmd = (f"hostname another-host && cd {clone} && exec {sys.executable} -m pytest -q -n 0 -p no:cacheprovider "
+           f"tests/test_variation.py -k writes_todays_files_byte_for_byte -rs")
+    r = subprocess.run([*wrap, "sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
