@@ -161,7 +161,7 @@ def _arm_motion(ctx: Context, ep: str, camera: str, t0: int, t1: int) -> tuple[f
     obs = ctx.streams(ep, "obs")
     if not isinstance(obs, dict):
         return None
-    side = camera[len("wrist_"):] if camera.startswith("wrist_") else None
+    side = camera[len("wrist_"):] if camera in ("wrist_right", "wrist_left") else None
     keys = [f"arms/{side}/qpos"] if side else [k for k in obs if k.endswith("/qpos")]
     moves = []
     for key in keys:
@@ -178,8 +178,8 @@ def _arm_motion(ctx: Context, ep: str, camera: str, t0: int, t1: int) -> tuple[f
 
 
 def _view_frames(ctx: Context, ep: str, camera: str, timestamps: np.ndarray):
-    """(depth (n, H, W) m, labels (n, H, W)) of the camera's n stored frames from the episode's sidecar
-    (frames.npz), row k the frame stamped ``timestamps[k]``; None when the episode has no sidecar
+    """(depth (F, H, W) m, labels (F, H, W), rows (n,)) of the camera from the episode's sidecar
+    (frames.npz), ``rows[k]`` the sidecar frame stamped ``timestamps[k]``; None when the episode has no sidecar
     (recorded data), lacks this camera's frames, or its stamps do not match the camera's (then the
     sidecar checks say what is wrong and this check falls back to arm motion)."""
     if not (ctx.sim_dir(ep) / sidecar_schema.SIDECAR_FILE).is_file():
@@ -203,9 +203,13 @@ def _view_change(view, a: int, b: int, depth_m: float) -> float:
     depth, labels, rows = view
     r = rows[a : b + 1]
     d0, l0 = depth[r[0]], labels[r[0]]
-    with np.errstate(invalid="ignore"):
-        moved = (np.abs(depth[r[1:]] - d0) > depth_m) | (labels[r[1:]] != l0)
-    return float(moved.mean(axis=(1, 2)).max(initial=0.0))
+    worst = 0.0
+    for k in range(1, len(r), CHUNK):  # a chunk of frames at a time: a long run of large frames stays small in memory
+        rk = r[k : k + CHUNK]
+        with np.errstate(invalid="ignore"):
+            moved = (np.abs(depth[rk] - d0) > depth_m) | (labels[rk] != l0)
+        worst = max(worst, float(moved.mean(axis=(1, 2)).max(initial=0.0)))
+    return worst
 
 
 def check_camera_frozen(ctx: Context) -> Outcome:
