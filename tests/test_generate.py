@@ -32,7 +32,7 @@ def test_layout_and_reference_reads_it(generated):
     ds = Dataset(generated)
     sim = ds.meta.simulation
     assert sim["model_sha256"] and sim["mujoco_version"] and sim["asset_sha256"]
-    assert set(sim["cameras"]) == {"head", "wrist_right"} and len(sim["cameras"]["head"]["K"]) == 3
+    assert set(sim["cameras"]) == {"head", "wrist_right", "wrist_left"} and len(sim["cameras"]["head"]["K"]) == 3
     for i in range(2):
         ep = ds.episode(i)
         assert ep["outcome"] in ("success", "ik_failed", "grasp_missed", "dropped_lifting", "dropped_carrying",
