@@ -44,7 +44,8 @@ _HELP = {
     "frozen_motion": "rad: arm motion (largest joint range) during an unchanged run that makes it a frozen camera "
                      "(recorded data: a wrist camera counts its own arm only, a fixed camera any arm)",
     "frozen_view_fraction": "simulated data: fraction of a camera's pixels whose sidecar label or depth changed during "
-                            "an unchanged run that makes it a frozen camera (clean still views: 0.0; moving: > 0.8)",
+                            "an unchanged run that makes it a frozen camera (measured: still views of clean data <= 0.0007, "
+                            "the moving wrist view of a frozen camera > 0.5)",
     "frozen_depth_m": "m: depth change of a sidecar pixel that counts as a change of the camera's view",
     "render_psnr_db": "dB: sim_render on another GL renderer than the recorded one (approximate): lowest PSNR "
                       "of a re-rendered frame against the stored JPEG",
