@@ -32,7 +32,7 @@ def test_layout_and_reference_reads_it(generated):
     ds = Dataset(generated)
     sim = ds.meta.simulation
     assert sim["model_sha256"] and sim["mujoco_version"] and sim["asset_sha256"]
-    assert set(sim["cameras"]) == {"head", "wrist_right"} and len(sim["cameras"]["head"]["K"]) == 3
+    assert set(sim["cameras"]) == {"head", "wrist_right", "wrist_left"} and len(sim["cameras"]["head"]["K"]) == 3
     for i in range(2):
         ep = ds.episode(i)
         assert ep["outcome"] in ("success", "ik_failed", "grasp_missed", "dropped_lifting", "dropped_carrying",
@@ -63,7 +63,7 @@ def test_replay_is_bit_exact_and_resume_needs_the_full_state(generated):
     model = load_model(SMALL.scene)
     for i in range(2):
         side = sidecar.load_npz(generated / f"episodes/{i}/sim/sidecar.npz")
-        shapes = sidecar.expected_shapes(["head", "wrist_right"], model.nq, model.nv, model.nu, len(side["initial_state"]))
+        shapes = sidecar.expected_shapes(list(SMALL.scene.cameras), model.nq, model.nv, model.nu, len(side["initial_state"]))
         assert sidecar.check_arrays(side, shapes, "x") == []
         full = replay(model, side)
         assert full.ok and full.max_qpos_diff == 0.0, full

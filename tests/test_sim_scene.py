@@ -24,7 +24,7 @@ def test_build_counts_and_options(model):
     assert model.opt.timestep == 0.002
     assert model.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
     assert model.opt.impratio == 10
-    for cam in ("head", "wrist_right"):
+    for cam in ("head", "wrist_right", "wrist_left"):  # the default set: a wrist view for each arm
         assert model.camera(cam).id >= 0
     assert model.vis.quality.offsamples == 0
     assert model.vis.global_.offwidth >= 160

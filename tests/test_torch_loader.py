@@ -50,7 +50,7 @@ def test_items_equal_the_samplers_values(generated):
         np.testing.assert_array_equal(item["observation.state"].numpy(), _state(s, "obs"))
         assert item["action"].shape == (1, 16) and not item["action_is_pad"].any()
         np.testing.assert_array_equal(item["action"][0].numpy(), _state(s, "action"))
-        for cam in ("head", "wrist_right"):
+        for cam in ("head", "wrist_right", "wrist_left"):
             img = item[f"observation.images.{cam}"]
             assert img.dtype == torch.uint8 and img.is_contiguous()
             np.testing.assert_array_equal(img.numpy(), s.cameras[cam].load().transpose(2, 0, 1))

@@ -56,7 +56,7 @@ def test_clean_dataset_passes_every_check(generated):
     # figures are reported
     assert "cube-frames" in rows["sim_reprojection"].detail and "bit-exact" in rows["sim_replay"].detail
     assert rows["integrity"].passed and rows["camera_frozen"].passed and rows["camera_rate"].passed
-    assert "136/136 JPEG bytes identical" in rows["sim_render"].detail and "exact JPEG bytes" in rows["sim_render"].detail
+    assert "204/204 JPEG bytes identical" in rows["sim_render"].detail and "exact JPEG bytes" in rows["sim_render"].detail
     # skips are rows of their own, never passes
     assert {k for k, r in rows.items() if r.skipped} == {"pose_quaternions", "sim_regenerate"}
     assert all(not r.passed for r in rows.values() if r.skipped)
@@ -327,7 +327,7 @@ def test_frozen_camera_in_a_recorded_fixture(tmp_path):
     assert row.failed and row.episodes == [episode] and "camera head: frames 2..11 byte-identical" in row.detail
     # the arms still: an unchanging image is what a working camera shows
     still = rows_by_name(copy, checks=["camera_frozen"], thresholds=Thresholds(frozen_seconds=0.25, frozen_motion=1.0))
-    assert still["camera_frozen"].passed and "while the arms rest" in still["camera_frozen"].detail
+    assert still["camera_frozen"].passed and "while nothing in view moved" in still["camera_frozen"].detail
     # default threshold (1 s) is longer than the whole episode
     assert rows_by_name(copy, checks=["camera_frozen"])["camera_frozen"].passed
 

@@ -24,6 +24,11 @@ from openarm_sim_dataset.sim.variation import (  # noqa: E402
     MODES, RANGES, VARIATION_STREAM, Variation, draw_variation)
 
 GOLDEN = REPO / "tests" / "golden" / "none_generation.json"
+#: simulation keys of metadata.yaml that name the machine a dataset was made on, left out of the golden
+#: comparison: ``platform`` holds the kernel release and the C library (``Linux-6.18...-glibc2.36``),
+#: which differ between machines of one kind. (``machine``, the CPU architecture, and the library
+#: versions are recorded in the golden file's environment instead: another one skips, with the reason.)
+MACHINE_KEYS = ("platform",)
 
 
 # ------------------------------------------------------------------------------ the draws
@@ -93,7 +98,7 @@ def _golden_or_skip() -> dict:
     gold = json.loads(GOLDEN.read_text())
     env = gold["environment"]
     here = {"mujoco": mujoco.__version__, "machine": platform.machine(), "pillow": PIL.__version__,
-            "pyarrow": pyarrow.__version__, "numpy": np.__version__}
+            "pyarrow": pyarrow.__version__, "numpy": np.__version__, "python": platform.python_version()}
     differs = [f"{k} {env[k]} recorded, {v} here" for k, v in here.items() if env[k] != v]
     if differs:
         pytest.skip("the golden hashes belong to another environment: " + "; ".join(differs))
@@ -105,7 +110,9 @@ def _hashes(root: Path) -> dict[str, str]:
     doc = yaml.safe_load((root / "metadata.yaml").read_text())
     if doc["simulation"]["gl_renderer"] != json.loads(GOLDEN.read_text())["environment"]["gl_renderer"]:
         pytest.skip(f"GL renderer {doc['simulation']['gl_renderer']!r} is not the golden hashes' one")
-    del doc["simulation"]["generator"]["git_commit"]  # the checkout's commit, the one thing allowed to move
+    del doc["simulation"]["generator"]["git_commit"]  # the checkout's commit, allowed to move
+    for key in MACHINE_KEYS:  # the machine's own name for itself (kernel release, ...): not the dataset's content
+        del doc["simulation"][key]
     out["metadata.yaml"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return out
 
@@ -113,10 +120,12 @@ def _hashes(root: Path) -> dict[str, str]:
 def test_randomize_none_writes_todays_files_byte_for_byte(generated, tiny_generated):
     """`--randomize none` (the default) keeps every file of a generation as it was before randomisation
     existed: the session's two generations (in-process SMALL, and a dataset-generate process with TINY)
-    against the SHA-256 of the same generations made by commit d0b4c80; metadata.yaml compared as a
-    document (its git commit aside), so no key was added either. Sidecar schema 2 (issue 18) changed
-    sidecar.npz (two arrays added), hence the manifests, and simulation.schema_version: those hashes are
-    of schema 2 (see the golden file's ``about``)."""
+    against the SHA-256 of the same generations made by commit d0b4c80 (plus, for SMALL, the wrist_left
+    camera the default set has held since issue 18: its frames, and the npz files and manifests that list
+    them); metadata.yaml compared as a document (its git commit and the keys naming the machine aside),
+    so no key was added either. Sidecar schema 2 (issue 18) changed sidecar.npz (two arrays added), hence
+    the manifests, and simulation.schema_version: those hashes are of schema 2 (see the golden file's
+    ``about``)."""
     gold = _golden_or_skip()
     for name, root in (("generated", generated), ("tiny_generated", tiny_generated["path"])):
         got = _hashes(root)
@@ -179,7 +188,7 @@ def test_randomised_episodes_replay_exactly_and_validate(randomized):
     failed = {k: r.detail for k, r in rows.items() if r.failed}
     assert failed == {}
     assert "2/2 randomised episode models rebuilt from their variation as recorded" in rows["sim_provenance"].detail
-    assert "136/136 JPEG bytes identical" in rows["sim_render"].detail
+    assert "204/204 JPEG bytes identical" in rows["sim_render"].detail
     assert rows["sim_regenerate"].passed and not rows["sim_regenerate"].skipped
     assert rows["sim_reprojection"].passed and not rows["sim_reprojection"].skipped
     r = run_cli("replay", randomized, "--render", check=0)
@@ -236,3 +245,34 @@ def test_shards_of_a_randomised_run_merge_into_the_files_of_one_run(tmp_path):
     (nominal / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     r = run_cli("merge", whole, nominal, "-o", tmp_path / "mixed", check=2)
     assert "simulation.randomization" in r.stderr
+
+
+@pytest.mark.slow
+def test_golden_test_passes_under_another_kernel_and_hostname(tmp_path):
+    """Issue 18 item 7: the golden comparison holds on another machine of this kind. A copy of this
+    checkout at another path runs it where the kernel reports another release (``setarch --uname-2.6``:
+    the kernel's own personality flag, inherited by every process the test starts) and the host another
+    name (``unshare --uts``), so ``simulation.platform`` of the generations differs from the golden file's."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    if not (shutil.which("setarch") and shutil.which("unshare")):
+        pytest.skip("needs setarch and unshare (util-linux)")
+    wrap = ["setarch", platform.machine(), "--uname-2.6", "unshare", "-Ur", "--uts"]
+    probe = subprocess.run([*wrap, "sh", "-c", "hostname another-host && exec " + sys.executable +
+                            " -c 'import platform, socket; print(platform.platform()); print(socket.gethostname())'"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this machine refuses a changed uname or UTS namespace: {probe.stderr.strip()[:200]}")
+    there_platform, there_host = probe.stdout.split()
+    assert there_platform != platform.platform() and there_host == "another-host" != socket.gethostname()
+    clone = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".pytest_cache", "out"))
+    env = dict(os.environ, PYTHONPATH=str(clone), MUJOCO_GL="egl", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTEST_XDIST_WORKER", None)
+    cmd = (f"hostname another-host && cd {clone} && exec {sys.executable} -m pytest -q -n 0 -p no:cacheprovider "
+           f"tests/test_variation.py -k writes_todays_files_byte_for_byte -rs")
+    r = subprocess.run([*wrap, "sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]

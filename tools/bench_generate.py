@@ -13,6 +13,10 @@
          model building included).
 Targets (issue 3): ours <= 1.2x the floor at 160x120, 10 Hz, 2 cameras; 2 workers >= 1.8x one.
 ``--task NAME``: every episode is that task (``dataset-generate --tasks NAME``); default: the default task.
+``--cameras NAME...``: the camera set (default: SceneConfig's, head + wrist_right + wrist_left).
+``--compare-cameras``: instead, the cost of the default camera set against the former one (head +
+wrist_right): the same N episodes generated with each, in the order A B B A, per-episode medians of the
+steady-state episodes (the first episode of each run builds the model and renderer) and their ratio.
 """
 
 from __future__ import annotations
@@ -59,6 +63,40 @@ def floor_time(model, renderer, cfg: GenerateConfig, index: int, steps: int) -> 
     return time.perf_counter() - t
 
 
+def compare_cameras(cfg: GenerateConfig, args) -> None:
+    """Median steady-state s/episode of the default camera set vs head + wrist_right (A B B A)."""
+    import dataclasses
+
+    sets = {"before": ("head", "wrist_right"), "after": SceneConfig.cameras}
+    per: dict[str, list[float]] = {k: [] for k in sets}
+    cpu: dict[str, list[float]] = {k: [] for k in sets}  # process CPU s (all threads: llvmpipe's too)
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, which in enumerate(("before", "after", "after", "before") * args.rounds):
+            cams = sets[which]
+            run = dataclasses.replace(cfg, scene=dataclasses.replace(cfg.scene, cameras=cams,
+                                                                     wrist_left="wrist_left" in cams))
+            times: list[float] = []
+            cpus: list[float] = []
+            last = [time.perf_counter(), time.process_time()]
+
+            def progress(index, entry):
+                now, now_cpu = time.perf_counter(), time.process_time()
+                times.append(now - last[0])
+                cpus.append(now_cpu - last[1])
+                last[:] = [now, now_cpu]
+
+            generate(Path(tmp) / f"{k}-{which}", range(args.episodes), run, progress=progress)
+            per[which] += times[1:] if len(times) > 1 else times
+            cpu[which] += cpus[1:] if len(cpus) > 1 else cpus
+    b, a = np.median(per["before"]), np.median(per["after"])
+    print(f"task {args.task or 'default'}: {args.episodes} episodes x 2 runs each at {args.size}, {args.camera_hz:g} Hz, "
+          f"randomize {args.randomize}, load {os.getloadavg()[0]:.2f}")
+    print(f"before {sets['before']}: {b:.2f} s/episode (median of {len(per['before'])})")
+    print(f"after  {sets['after']}: {a:.2f} s/episode (median of {len(per['after'])})")
+    print(f"ratio after/before: {a / b:.2f}x wall; CPU {np.median(cpu['before']):.2f} vs {np.median(cpu['after']):.2f} "
+          f"s/episode: {np.median(cpu['after']) / np.median(cpu['before']):.2f}x (less sensitive to a loaded machine)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=3)
@@ -68,10 +106,19 @@ def main() -> None:
     ap.add_argument("--no-workers", action="store_true", help="skip the 2-worker throughput measurement")
     ap.add_argument("--task", help="generate this task only (default: the default task)")
     ap.add_argument("--randomize", default="none", choices=["none", "visual", "physics", "all"])
+    ap.add_argument("--cameras", nargs="+", choices=["head", "wrist_right", "wrist_left"])
+    ap.add_argument("--rounds", type=int, default=1, help="--compare-cameras: repeat A B B A this many times")
+    ap.add_argument("--compare-cameras", action="store_true",
+                    help="cost of the default camera set against head + wrist_right (ratio, same run)")
     args = ap.parse_args()
     w, h = (int(v) for v in args.size.split("x"))
-    cfg = GenerateConfig(seed=args.seed, scene=SceneConfig(width=w, height=h), record=RecordConfig(camera_hz=args.camera_hz),
+    cams = tuple(args.cameras) if args.cameras else SceneConfig.cameras
+    cfg = GenerateConfig(seed=args.seed, scene=SceneConfig(cameras=cams, width=w, height=h, wrist_left="wrist_left" in cams),
+                         record=RecordConfig(camera_hz=args.camera_hz),
                          tasks=(args.task,) if args.task else (), randomize=args.randomize)
+    if args.compare_cameras:
+        compare_cameras(cfg, args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         times: list[float] = []
         last = [time.perf_counter()]

@@ -1,5 +1,7 @@
 # Sourced by tools/*.sh from the repository root: the system packages headless MuJoCo needs, then .venv
-# with the package installed (editable, test extras), then a 1x1 render to prove the GL stack works.
+# with the package installed (editable) with the extra named by ENV_EXTRA (default test: every extra
+# the tests use, ~2.5 GB with torch and Ray; tools/quickstart.sh sets viz: the core and matplotlib for
+# dataset-show), then a 1x1 render to prove the GL stack works.
 # As root with apt-get (CI, a fresh container) missing packages are installed; otherwise one line names
 # the command to run and the script stops before any work.
 _env_missing() {
@@ -25,11 +27,18 @@ if [ -n "$_env_pkgs" ]; then
     return 1 2>/dev/null || exit 1
   fi
 fi
-# (find_spec: checks the test extra, viz, rerun, ray and torch included, without paying their import time)
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch')))" 2>/dev/null; then
+# (find_spec: checks the modules of the extra, without paying their import time; a venv that already
+# holds more, e.g. the test extra when the quick start asks for viz, is used as it is)
+_env_extra="${ENV_EXTRA:-test}"
+case "$_env_extra" in
+  test) _env_mods="'openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch'" ;;
+  viz) _env_mods="'openarm_sim_dataset', 'matplotlib'" ;;
+  *) echo "tools/env.sh: ENV_EXTRA must be test or viz, not '$_env_extra'" >&2; return 1 2>/dev/null || exit 1 ;;
+esac
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ($_env_mods)))" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[test]'
+  .venv/bin/python -m pip install -q -e ".[$_env_extra]"
 fi
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
@@ -42,4 +51,4 @@ except DatasetError as e:
   echo "tools/env.sh: ${_env_err}" >&2
   return 1 2>/dev/null || exit 1
 fi
-unset _env_pkgs _env_err
+unset _env_pkgs _env_err _env_extra _env_mods

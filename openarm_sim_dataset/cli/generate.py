@@ -53,8 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--episode-range", type=_range, help="generate episodes A..B-1")
     p.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
     p.add_argument("--workers", type=int, default=1, help="processes, one renderer each (default 1)")
-    p.add_argument("--cameras", nargs="+", default=["head", "wrist_right"],
-                   choices=["head", "wrist_right", "wrist_left"], help="cameras (default head wrist_right)")
+    p.add_argument("--cameras", nargs="+", default=["head", "wrist_right", "wrist_left"],
+                   choices=["head", "wrist_right", "wrist_left"],
+                   help="cameras (default head wrist_right wrist_left: the wrist view of every arm a task can use)")
     p.add_argument("--size", type=_size, default=(160, 120), help="image size WxH (default 160x120)")
     p.add_argument("--camera-hz", type=float, default=10.0, help="camera rate, divides 500 Hz (default 10)")
     p.add_argument("--state-hz", type=float, default=250.0, help="obs/action rate, divides 500 Hz (default 250)")

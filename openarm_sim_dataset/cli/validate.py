@@ -76,7 +76,12 @@ _HELP = {
     "wrist_hit_fraction": "fraction of in-view frames where the red cube projects onto its own label",
     "frozen_seconds": "s: a camera showing one image this long while the arms move is frozen",
     "frozen_noise_floor": "grey levels: consecutive frames whose mean |difference| is at most this show the same image",
-    "frozen_motion": "rad: arm motion (largest joint range) during an unchanged run that makes it a frozen camera",
+    "frozen_motion": "rad: arm motion (largest joint range) during an unchanged run that makes it a frozen camera "
+                     "(recorded data: a wrist camera counts its own arm only, a fixed camera any arm)",
+    "frozen_view_fraction": "simulated data: fraction of a camera's pixels whose sidecar label or depth changed during "
+                            "an unchanged run that makes it a frozen camera (measured: still views of clean data <= 0.0007, "
+                            "the moving wrist view of a frozen camera > 0.5)",
+    "frozen_depth_m": "m: depth change of a sidecar pixel that counts as a change of the camera's view",
     "render_psnr_db": "dB: sim_render on another GL renderer than the recorded one (approximate): lowest PSNR "
                       "of a re-rendered frame against the stored JPEG",
     "sim_render_stride": "sim_render re-renders every K-th camera frame (1: every frame)",

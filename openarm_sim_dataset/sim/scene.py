@@ -126,7 +126,8 @@ class SceneConfig:
     Attributes:
         timestep: physics step (s).
         cameras: cameras rendered by :class:`~openarm_sim_dataset.sim.render.SimRenderer`.
-            Valid names: ``"head"``, ``"wrist_right"``, ``"wrist_left"``.
+            Valid names: ``"head"``, ``"wrist_right"``, ``"wrist_left"``. Default: all three, so that
+            every arm a task can use (an episode's ``arms``: right, left or both) has its wrist view.
         width, height: image size (pixels) of every camera.
         arm_height: world z of the bimanual attach frame (the shoulders).
         table_height: world z of the table top.
@@ -139,12 +140,13 @@ class SceneConfig:
         cube_mass: mass of each cube (kg).
         cube_friction: sliding friction coefficient of the cubes.
         head_fovy: vertical field of view of the head camera (deg).
-        wrist_left: add a ``wrist_left`` camera as well.
+        wrist_left: add a ``wrist_left`` camera to the model (default True, with the default cameras;
+            False: the model of datasets made before it was the default, whose metadata records it).
         impratio, cone, integrator: physics options (set explicitly).
     """
 
     timestep: float = 0.002
-    cameras: Tuple[str, ...] = ("head", "wrist_right")
+    cameras: Tuple[str, ...] = ("head", "wrist_right", "wrist_left")
     width: int = 160
     height: int = 120
     arm_height: float = 0.79
@@ -159,7 +161,7 @@ class SceneConfig:
     cube_mass: float = 0.05
     cube_friction: float = 1.0
     head_fovy: float = 60.0
-    wrist_left: bool = False
+    wrist_left: bool = True
     impratio: float = 10.0
     cone: str = "elliptic"
     integrator: str = "implicitfast"
