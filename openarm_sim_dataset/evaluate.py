@@ -82,7 +82,7 @@ def _call(policy: Any, name: str, what: str, step: int, fn: Callable, *args):
     try:
         return fn(*args)
     except Exception as e:  # a policy's bug: one line naming the policy and the step
-        raise PolicyError(name, f"{what} raised {type(e).__name__} at step {step}: {e}") from None
+        raise PolicyError(None, f"policy {name}: {what} raised {type(e).__name__} at step {step}: {' '.join(str(e).split())}") from None
 
 
 def run_episode(env, policy: Any, seed: int, index: int, record: bool = True, record_index: Optional[int] = None,
@@ -105,11 +105,11 @@ def run_episode(env, policy: Any, seed: int, index: int, record: bool = True, re
         try:
             a = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):
-            raise PolicyError(name, f"act() returned {type(action).__name__} at step {step}, not 16 numbers") from None
+            raise PolicyError(None, f"policy {name}: act() returned {type(action).__name__} at step {step}, not 16 numbers") from None
         if a.shape != (16,):
-            raise PolicyError(name, f"act() returned shape {a.shape} at step {step}, expected (16,)")
+            raise PolicyError(None, f"policy {name}: act() returned shape {a.shape} at step {step}, expected (16,)")
         if not np.all(np.isfinite(a)):
-            raise PolicyError(name, f"act() returned a non-finite value at step {step}")
+            raise PolicyError(None, f"policy {name}: act() returned a non-finite value at step {step}")
         obs, _, terminated, truncated, info = env.step(a)
         step += 1
         if truncated or (terminated and stop_on_success):
