@@ -193,8 +193,10 @@ def _run_job(job: Job):
     w = _WORKER
     env = _env_for(job.task, w["base"], w["policy"], w["stop"])
     try:
+        own = str(getattr(w["policy"], "name", "") or w["spec"])
+        name = own if own == w["spec"] else f"{own} ({w['spec']})"
         rec, out = run_episode(env, w["policy"], job.seed, job.index, record=True, record_index=int(job.id),
-                               stop_on_success=w["stop"], name=w["spec"])
+                               stop_on_success=w["stop"], name=name)
     except PolicyError as e:
         return job, ("error", str(e))
     return job, ("ok", rec, out, env.config)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import inspect
 from pathlib import Path
 from typing import Any, Optional, Protocol
@@ -142,8 +143,6 @@ def load_policy(spec: str) -> Any:
     if path.suffix in (".pt", ".pth"):
         if not path.is_file():
             raise PolicyError(path, "policy checkpoint not found")
-        import importlib.util
-
         # the trainer is a tool of this repository, not part of the installed package
         tool = Path(__file__).resolve().parents[1] / "tools" / "train_bc.py"
         if not tool.is_file():

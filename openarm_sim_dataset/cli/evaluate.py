@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
@@ -40,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="camera rate and the default policy rate, divides 500 Hz (default 10)")
     p.add_argument("--randomize", choices=["none", "visual", "physics", "all"], default="none",
                    help="scene randomisation of the initial states (default none)")
-    p.add_argument("--max-time", type=float, default=12.0, help="time limit per episode, s (default 12)")
+    p.add_argument("--max-time", type=float, help="time limit per episode, s (default 12, or the initial-states dataset's)")
     p.add_argument("--stop-on-success", action="store_true",
                    help="end an episode as soon as the success rule holds (default: run until the policy is done "
                         "or the time limit, so that success at the end and at any time differ)")
@@ -64,7 +65,7 @@ def _config(args):
     scene = SceneConfig(cameras=tuple(args.cameras), width=args.size[0], height=args.size[1],
                         wrist_left="wrist_left" in args.cameras)
     cfg = GenerateConfig(seed=args.seed, scene=scene, record=RecordConfig(camera_hz=args.camera_hz),
-                         randomize=args.randomize, max_time=float(args.max_time))
+                         randomize=args.randomize, max_time=float(args.max_time or 12.0))
     cfg.record.every(scene.timestep)
     return cfg
 
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.workers < 1:
             raise ValueError("--workers must be >= 1")
+        if args.max_time is not None and not args.max_time > 0:
+            raise ValueError("--max-time must be > 0")
         args.ray_shared_fs, args.ray_max_in_flight = False, None
         ray = ray_options(args)
         if ray is not None and args.workers != 1:
@@ -111,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
             tasks = resolve_tasks(args.tasks)[0] if args.tasks else ()
             jobs, cfg = ev.jobs_from_dataset(args.initial_states, tasks)
+            if args.max_time is not None:
+                cfg = replace(cfg, max_time=float(args.max_time))
         else:
             cfg = _config(args)
             jobs = ev.jobs_for(args.tasks or (), args.episodes, args.seed)
