@@ -307,7 +307,8 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         renderer = SimRenderer(model, cfg.scene)
         sim = simulation_block(cfg, model, renderer)
         renderer.close()
-        evaluation = {"policy": policy, "control_hz": getattr(pol, "control_hz", None) or float(cfg.record.camera_hz),
+        hz = getattr(pol, "control_hz", None) or float(cfg.record.camera_hz)
+        evaluation = {"policy": policy, "control_hz": float(1.0 / model.opt.timestep if hz == "physics" else hz),
                       "stop_on_success": bool(stop_on_success),
                       "success": "the task's success rule (goal reached, no arm touching a task object) at the end",
                       "success_any": "the rule held at some control step"}

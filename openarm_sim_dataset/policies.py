@@ -6,8 +6,8 @@ right arm's 8 then the left arm's, the action stream's units). Optional attribut
 * ``name`` (str): how rollouts name it (``model.name`` in metadata.yaml);
 * ``privileged = True``: called as ``reset(info)`` and ``act(observation, info)``, ``info`` holding
   the simulator state (only the built-in ``scripted`` policy is: it is the generator's controller);
-* ``control_hz`` (float): the rate it acts at (default: the environment's, the camera rate);
-  ``scripted`` acts every physics step, as the generator's controller does;
+* ``control_hz`` (float, or ``"physics"``): the rate it acts at (default: the environment's, the
+  camera rate); ``scripted`` acts every physics step (``"physics"``), as the generator's controller does;
 * ``cameras`` (bool): whether it needs images (default True; the built-ins need none);
 * ``done`` (bool): the policy has finished (the scripted controller ended: the episode ends there,
   as a generated episode does); ``outcome`` (str): its own outcome category then.
@@ -64,8 +64,10 @@ class ScriptedPolicy:
     privileged = True
     cameras = False
 
-    def __init__(self, physics_hz: float = 500.0) -> None:
-        self.control_hz = float(physics_hz)
+    #: every physics step (the environment's physics rate), as the generator's loop commands
+    control_hz = "physics"
+
+    def __init__(self) -> None:
         self.ctl = None
 
     def reset(self, info: dict) -> None:

@@ -118,6 +118,15 @@ def test_resume_and_compare_with_a_dataset(zero_rollouts, tmp_path):
     assert load_rollouts(mine) == load_rollouts(out)
 
 
+def test_compare_with_another_policy(tmp_path):
+    """--compare POLICY evaluates it on the same initial states (into --compare-out) and pairs them."""
+    r = run_cli("evaluate", "--policy", "random", "--out", tmp_path / "r", "--episodes", "1", *TINY_EVAL,
+                "--compare", "zero", "--compare-out", tmp_path / "z")
+    assert "compared with zero on 1 paired initial states" in r.stdout and "exact McNemar p = 1" in r.stdout
+    assert Metadata.load(tmp_path / "z").data["model"]["name"] == "zero"
+    assert Metadata.load(tmp_path / "r").data["evaluation"]["control_hz"] == 2.5
+
+
 BAD_POLICIES = textwrap.dedent('''
     import numpy as np
 

@@ -103,7 +103,8 @@ class OpenArmEnv(gym.Env):
             ``reset(seed=s, options={"index": i})`` is episode ``i`` of that config with seed ``s``.
         cameras: True: the config's cameras at its resolution; False/(): none (physics only); or names.
         width, height: image size override (pixels; the config's scene otherwise).
-        control_hz: policy rate (Hz), must divide the physics rate; default the config's camera rate.
+        control_hz: policy rate (Hz), must divide the physics rate; default the config's camera rate;
+            ``"physics"``: every physics step.
         terminate_on_success: ``terminated`` when the success rule holds (else never terminated).
         randomize: scene randomisation override (none, visual, physics, all).
         max_time: time limit override (s).
@@ -113,7 +114,7 @@ class OpenArmEnv(gym.Env):
 
     def __init__(self, task: str = "pick_place", config: Optional[GenerateConfig] = None,
                  cameras: bool | Sequence[str] = True, width: Optional[int] = None, height: Optional[int] = None,
-                 control_hz: Optional[float] = None, terminate_on_success: bool = True,
+                 control_hz: Optional[float | str] = None, terminate_on_success: bool = True,
                  randomize: Optional[str] = None, max_time: Optional[float] = None,
                  render_mode: Optional[str] = None) -> None:
         cfg = config_for_task(task, config)
@@ -133,6 +134,8 @@ class OpenArmEnv(gym.Env):
         self.model = self.nominal
         self.dt = float(self.nominal.opt.timestep)
         self.physics_hz = 1.0 / self.dt
+        if control_hz == "physics":  # act every physics step, as the scripted generator's controller does
+            control_hz = self.physics_hz
         self.control_hz = float(control_hz if control_hz is not None else cfg.record.camera_hz)
         n = self.physics_hz / self.control_hz
         if not self.control_hz > 0 or abs(n - round(n)) > 1e-9 or round(n) < 1:
