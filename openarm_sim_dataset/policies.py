@@ -14,7 +14,8 @@ right arm's 8 then the left arm's, the action stream's units). Optional attribut
 
 Built in: ``scripted``, ``zero`` (hold the initial pose), ``random`` (uniform targets in the control
 ranges, seeded by the episode). Others load from ``module:factory`` (a callable returning a policy)
-or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its ``load_policy``).
+or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its ``load_policy``; that
+baseline trainer is not written yet: a ``.pt`` is then a one-line error).
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ def load_policy(spec: str) -> Any:
         # the trainer is a tool of this repository, not part of the installed package
         tool = Path(__file__).resolve().parents[1] / "tools" / "train_bc.py"
         if not tool.is_file():
-            raise PolicyError(path, "a checkpoint needs tools/train_bc.py of this repository")
+            raise PolicyError(path, "loading a checkpoint needs tools/train_bc.py (the behaviour-cloning baseline), "
+                                    "which this checkout does not have; use module:factory")
         spec_ = importlib.util.spec_from_file_location("openarm_train_bc", tool)
         mod = importlib.util.module_from_spec(spec_)
         spec_.loader.exec_module(mod)
