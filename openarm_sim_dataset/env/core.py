@@ -148,6 +148,9 @@ class OpenArmEnv(gym.Env):
         self._arms = dict(zip(layout.ARM_SIDES, arms))
         #: ctrl indices of the 16 action values (right arm's 8, then the left arm's)
         self.action_index = np.concatenate([a.actuators for a in arms]).astype(int)
+        self._obs_qpos = np.stack([a.qpos for a in arms]).astype(int)
+        self._obs_qvel = np.stack([a.qvel for a in arms]).astype(int)
+        self._obs_act = np.stack([a.actuators for a in arms]).astype(int)
         rng = self.nominal.actuator_ctrlrange[self.action_index]
         self.action_space = spaces.Box(rng[:, 0].copy(), rng[:, 1].copy(), (16,), np.float64)
         vec = spaces.Box(-np.inf, np.inf, (8,), np.float32)
@@ -159,6 +162,7 @@ class OpenArmEnv(gym.Env):
         self.observation_space = spaces.Dict(obs)
         self._renderer: Optional[SimRenderer] = None
         self._cube_adr = [cube_qpos_adr(self.nominal, c)[0] for c in CUBE_NAMES]
+        self._cube_rows = np.asarray(self._cube_adr)[:, None] + np.arange(7)  # (3, 7) qpos indices
         self.data: Optional[mujoco.MjData] = None
         self.recorder: Optional[StepRecorder] = None
         self._seed = int(cfg.seed)
@@ -279,10 +283,12 @@ class OpenArmEnv(gym.Env):
 
     def _observation(self) -> dict:
         d = self.data
-        obs: dict[str, Any] = {"arms": {s: {"qpos": d.qpos[a.qpos].astype(np.float32),
-                                            "qvel": d.qvel[a.qvel].astype(np.float32),
-                                            "qtorque": d.actuator_force[a.actuators].astype(np.float32)}
-                                        for s, a in self._arms.items()},
+        # one gather per quantity for both arms (rows: right, left), then per-arm views
+        q = d.qpos[self._obs_qpos].astype(np.float32)
+        v = d.qvel[self._obs_qvel].astype(np.float32)
+        f = d.actuator_force[self._obs_act].astype(np.float32)
+        obs: dict[str, Any] = {"arms": {s: {"qpos": q[k], "qvel": v[k], "qtorque": f[k]}
+                                        for k, s in enumerate(layout.ARM_SIDES)},
                                "prompt": self.task.prompt}
         if self.cameras:
             obs["cameras"] = self._images()
@@ -301,7 +307,7 @@ class OpenArmEnv(gym.Env):
         success = self.rule.success(d) if success is None else success
         return {"task": self.task.name, "seed": self._seed, "index": self._index, "step": self.steps,
                 "time": float(d.time), "state": self._state(),
-                "object_pose": np.stack([d.qpos[a:a + 7] for a in self._cube_adr]),
+                "object_pose": d.qpos[self._cube_rows],
                 "success": bool(success), "success_any": bool(self.success_any or success),
                 "knocked_over": bool(success and self.knocked_over()), "outcome": self.outcome(success),
                 "sim": SimHandle(self.model, d, self.params)}
