@@ -214,8 +214,9 @@ def _run_all(jobs: list[Job], spec: str, base: GenerateConfig, stop: bool, worke
         yield from pool.imap(_run_job, jobs)
 
 
-def _run_ray(out: Path, jobs: list[Job], spec: str, base: GenerateConfig, stop: bool, opts) -> Iterator:
-    from .cluster import import_ray, ordered_results, window
+def _run_ray(out: Path, jobs: list[Job], spec: str, base: GenerateConfig, stop: bool, opts,
+             driver_env: dict) -> Iterator:
+    from .cluster import ClusterError, import_ray, ordered_results, window
 
     if not jobs:
         return
@@ -224,8 +225,10 @@ def _run_ray(out: Path, jobs: list[Job], spec: str, base: GenerateConfig, stop: 
     if opts.runtime_env:
         options["runtime_env"] = opts.runtime_env
     task = ray.remote(_ray_task).options(**options)
-    args = ray.put((spec, base, stop))
+    args = ray.put((spec, base, stop, driver_env))
     for job, answer in ordered_results(lambda j: task.remote(args, j), jobs, window(opts)):
+        if answer[1][0] == "refused":
+            raise ClusterError(None, f"episode {job.id} refused: {answer[1][1]}; nothing of it was listed")
         yield answer
 
 
@@ -236,9 +239,19 @@ def _ray_task(args, job: Job):
     from .writer import EpisodeData, write_episode_tree
     from .sim.recorder import RecordedEpisode
 
-    spec, base, stop = args
-    if _WORKER.get("spec") != spec or _WORKER.get("base") != base or _WORKER.get("stop") != stop:
-        _worker_init(spec, base, stop)
+    from .cluster import WorkerMismatch, checked_worker, environment
+    from .gl import check_rendering
+
+    spec, base, stop, driver_env = args
+    try:
+        if _WORKER.get("spec") != spec or _WORKER.get("base") != base or _WORKER.get("stop") != stop:
+            check_rendering()
+            _worker_init(spec, base, stop)
+        # the same check as generation's tasks: a worker whose environment differs records nothing
+        renderer = _env_for(job.task, base, _WORKER["policy"], stop).renderer()
+        checked_worker(driver_env, lambda: environment(base.scene, renderer.gl_renderer))
+    except (WorkerMismatch, DatasetError) as e:
+        return job, ("refused", str(e))
     job, answer = _run_job(job)
     if answer[0] != "ok":
         return job, answer
@@ -283,6 +296,8 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
     from .sim.models import load_model
     from .sim.render import SimRenderer
 
+    from . import env as _env  # noqa: F401  - a missing [env] extra: one line, before the output exists
+
     out = Path(out)
     pol = load_policy(policy)  # a policy that cannot load fails before the output exists
     model_id = policy_identity(pol, policy)
@@ -306,6 +321,10 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         model = load_model(cfg.scene)
         renderer = SimRenderer(model, cfg.scene)
         sim = simulation_block(cfg, model, renderer)
+        if ray is not None:
+            from .cluster import environment
+
+            driver_env = environment(cfg.scene, renderer.gl_renderer)
         renderer.close()
         hz = getattr(pol, "control_hz", None) or float(cfg.record.camera_hz)
         evaluation = {"policy": policy, "control_hz": float(1.0 / model.opt.timestep if hz == "physics" else hz),
@@ -331,7 +350,7 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         todo = [j for j in jobs if j.id not in have]
         report = EvaluationReport(out, [have[j.id] for j in jobs if j.id in have], 0, len(jobs) - len(todo), model_id)
         source = (_run_all(todo, policy, replace(cfg, tasks=()), stop_on_success, workers) if ray is None
-                  else _run_ray(out, todo, policy, replace(cfg, tasks=()), stop_on_success, ray))
+                  else _run_ray(out, todo, policy, replace(cfg, tasks=()), stop_on_success, ray, driver_env))
         for job, answer in source:
             if answer[0] == "error":
                 raise PolicyError(None, answer[1])

@@ -197,3 +197,22 @@ def test_two_workers_and_ray_write_the_same_rollouts(tmp_path):
     pytest.importorskip("ray")
     run_cli("evaluate", "--out", tmp_path / "ray", "--ray", *args)
     assert tree_bytes(tmp_path / "one") == tree_bytes(tmp_path / "ray")
+
+
+def test_without_the_env_extra_one_line_and_no_output(tmp_path):
+    """gymnasium missing (blocked in a fresh interpreter): the core still imports; dataset-evaluate is
+    one line naming the pip install, exit 2, and no output folder."""
+    import subprocess
+    import sys
+
+    from conftest import SUBPROCESS_ENV
+
+    code = ("import sys; sys.modules['gymnasium'] = None\n"
+            "import openarm_sim_dataset, openarm_sim_dataset.evaluate, openarm_sim_dataset.policies\n"
+            "from openarm_sim_dataset.cli.evaluate import main\n"
+            f"sys.exit(main(['--policy', 'zero', '--out', {str(tmp_path / 'out')!r}, '--episodes', '1']))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == ("dataset-evaluate: error: openarm_sim_dataset.env needs gymnasium: "
+                                "pip install 'openarm-sim-dataset[env]'")
+    assert not (tmp_path / "out").exists()
