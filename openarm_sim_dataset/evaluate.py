@@ -174,13 +174,13 @@ _WORKER: dict = {}
 def _env_for(task: str, base: GenerateConfig, policy: Any, stop_on_success: bool):
     from .env import OpenArmEnv
 
-    key = task
     envs = _WORKER.setdefault("envs", {})
-    if key not in envs:
+    if task not in envs:
         hz = getattr(policy, "control_hz", None)
-        envs[key] = OpenArmEnv(task, config=base, cameras=bool(getattr(policy, "cameras", True)),
-                               control_hz=hz, terminate_on_success=stop_on_success)
-    return envs[key]
+        shared = next(iter(envs.values())).renderer() if envs else None  # one GL context per process
+        envs[task] = OpenArmEnv(task, config=base, cameras=bool(getattr(policy, "cameras", True)),
+                                control_hz=hz, terminate_on_success=stop_on_success, renderer=shared)
+    return envs[task]
 
 
 def _worker_init(spec: str, base: GenerateConfig, stop_on_success: bool) -> None:

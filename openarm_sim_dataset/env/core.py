@@ -46,7 +46,7 @@ from gymnasium import spaces
 
 from .. import layout
 from ..sim.generate import GenerateConfig, params_for
-from ..sim.models import episode_model, load_model
+from ..sim.models import cached_model, episode_model
 from ..sim.recorder import RecordedEpisode, StepRecorder
 from ..sim.render import SimRenderer
 from ..sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
@@ -108,6 +108,7 @@ class OpenArmEnv(gym.Env):
         terminate_on_success: ``terminated`` when the success rule holds (else never terminated).
         randomize: scene randomisation override (none, visual, physics, all).
         max_time: time limit override (s).
+        renderer: a :class:`SimRenderer` of the same scene to share (else one is made on first use).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -116,7 +117,7 @@ class OpenArmEnv(gym.Env):
                  cameras: bool | Sequence[str] = True, width: Optional[int] = None, height: Optional[int] = None,
                  control_hz: Optional[float | str] = None, terminate_on_success: bool = True,
                  randomize: Optional[str] = None, max_time: Optional[float] = None,
-                 render_mode: Optional[str] = None) -> None:
+                 render_mode: Optional[str] = None, renderer: Optional[SimRenderer] = None) -> None:
         cfg = config_for_task(task, config)
         scene = cfg.scene
         if width is not None or height is not None:
@@ -130,7 +131,9 @@ class OpenArmEnv(gym.Env):
         for c in self.cameras:
             if c not in scene.cameras:
                 raise ValueError(f"camera {c!r} is not one of the scene's {list(scene.cameras)}")
-        self.nominal = load_model(scene)
+        # the process's compiled model of the scene, shared by every environment of it (46 MB of
+        # buffers each otherwise): read-only, as every episode's model (a varied one is private)
+        self.nominal = cached_model(scene).model
         self.model = self.nominal
         self.dt = float(self.nominal.opt.timestep)
         self.physics_hz = 1.0 / self.dt
@@ -160,7 +163,13 @@ class OpenArmEnv(gym.Env):
             obs["cameras"] = spaces.Dict({c: spaces.Box(0, 255, (scene.height, scene.width, 3), np.uint8)
                                           for c in self.cameras})
         self.observation_space = spaces.Dict(obs)
-        self._renderer: Optional[SimRenderer] = None
+        # a renderer of the same scene may be shared by several environments (one GL context per
+        # process: the evaluator's per-task environments); a shared one is not closed by close()
+        if renderer is not None and (tuple(renderer.cameras) != tuple(scene.cameras)
+                                     or (renderer.width, renderer.height) != (scene.width, scene.height)):
+            raise ValueError("the shared renderer renders another scene's cameras or size")
+        self._renderer: Optional[SimRenderer] = renderer
+        self._own_renderer = renderer is None
         self._cube_adr = [cube_qpos_adr(self.nominal, c)[0] for c in CUBE_NAMES]
         self._cube_rows = np.asarray(self._cube_adr)[:, None] + np.arange(7)  # (3, 7) qpos indices
         self.data: Optional[mujoco.MjData] = None
@@ -322,6 +331,6 @@ class OpenArmEnv(gym.Env):
         return self.renderer().render(self.data, cams[0], rgb=True, depth=False, labels=False)["rgb"]
 
     def close(self) -> None:
-        if self._renderer is not None:
+        if self._renderer is not None and self._own_renderer:
             self._renderer.close()
-            self._renderer = None
+        self._renderer = None
