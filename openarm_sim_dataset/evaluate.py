@@ -343,7 +343,6 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
             meta = dataset_metadata(cfg, sim)
             meta.data.update(operation_type="rollout", operator="openarm_sim_dataset.evaluate", model=model_id,
                              evaluation=evaluation)
-            meta.data["tasks"] = [t for t in meta.data["tasks"]]
             meta.write(out)
         remove_uncommitted(out, meta)
         have = dict(zip(meta.episode_ids, meta.episodes))
