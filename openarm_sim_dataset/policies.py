@@ -12,9 +12,9 @@ right arm's 8 then the left arm's, the action stream's units). Optional attribut
 * ``done`` (bool): the policy has finished (the scripted controller ended: the episode ends there,
   as a generated episode does); ``outcome`` (str): its own outcome category then.
 
-Built in: ``scripted``, ``zero`` (hold the initial pose), ``random`` (uniform targets in the control
-ranges, seeded by the episode). Others load from ``module:factory`` (a callable returning a policy)
-or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its ``load_policy``; that
+Built in: ``scripted``, ``zero`` (hold the initial pose), ``random`` (a rate-limited random walk of
+the targets inside the joint and control ranges, seeded by the episode). Others load from
+``module:factory`` (a callable returning a policy) or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its ``load_policy``; that
 baseline trainer is not written yet: a ``.pt`` is then a one-line error).
 """
 
@@ -116,22 +116,45 @@ class ZeroPolicy:
 
 
 class RandomPolicy:
-    """Uniform random targets within the actuators' control ranges, drawn from
-    ``numpy.random.default_rng([seed, index, 0x726E64])`` of the episode (reproducible per episode)."""
+    """A random walk of the 16 targets, seeded by the episode (``default_rng([seed, index, 0x726E64])``):
+    every second a new goal is drawn uniformly inside the joint and control ranges (0.1 rad inside
+    both); the targets start at the first observation's positions and move towards the goal at
+    most :attr:`MAX_STEP` rad per control step (10 Hz: 2 rad/s). Rate-limited so that its rollouts
+    are commands a real arm could be given (they pass the validator's jump and joint-limit checks,
+    where uniform targets jump by up to 4.6 rad and overshoot the limits)."""
 
     name = "random"
-    privileged = True  # reads only the episode's seed and index from info, to seed itself
+    privileged = True  # reads from info only the episode's seed and index (its own seed) and the ranges
     cameras = False
+    control_hz = 10.0
+    #: rad per control step
+    MAX_STEP = 0.2
+    #: control steps between goals
+    GOAL_EVERY = 10
 
     def reset(self, info: dict) -> None:
-        sim = info["sim"]
-        idx = np.concatenate([arm_index(sim.model, s).actuators for s in layout.ARM_SIDES]).astype(int)
-        rng = sim.model.actuator_ctrlrange[idx]
-        self.low, self.high = rng[:, 0], rng[:, 1]
+        m = info["sim"].model
+        arms = [arm_index(m, s) for s in layout.ARM_SIDES]
+        act = np.concatenate([a.actuators for a in arms]).astype(int)
+        lo, hi = m.actuator_ctrlrange[act, 0].copy(), m.actuator_ctrlrange[act, 1].copy()
+        joints = np.concatenate([[m.jnt_qposadr.tolist().index(q) for q in a.qpos] for a in arms])
+        limited = m.jnt_limited[joints].astype(bool)
+        lo[limited] = np.maximum(lo[limited], m.jnt_range[joints[limited], 0])
+        hi[limited] = np.minimum(hi[limited], m.jnt_range[joints[limited], 1])
+        self.low, self.high = lo + 0.1, hi - 0.1
         self.rng = np.random.default_rng([int(info["seed"]), int(info["index"]), 0x726E64])
+        self.target = None
+        self.k = 0
 
     def act(self, observation: dict, info: dict) -> np.ndarray:
-        return self.rng.uniform(self.low, self.high)
+        if self.target is None:
+            self.target = np.concatenate([np.asarray(observation["arms"][s]["qpos"], np.float64)
+                                          for s in layout.ARM_SIDES])
+        if self.k % self.GOAL_EVERY == 0:
+            self.goal = self.rng.uniform(self.low, self.high)
+        self.k += 1
+        self.target = self.target + np.clip(self.goal - self.target, -self.MAX_STEP, self.MAX_STEP)
+        return self.target.copy()
 
 
 BUILTIN = {"scripted": ScriptedPolicy, "zero": ZeroPolicy, "random": RandomPolicy}

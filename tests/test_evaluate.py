@@ -124,7 +124,10 @@ def test_compare_with_another_policy(tmp_path):
                 "--compare", "zero", "--compare-out", tmp_path / "z")
     assert "compared with zero on 1 paired initial states" in r.stdout and "exact McNemar p = 1" in r.stdout
     assert Metadata.load(tmp_path / "z").data["model"]["name"] == "zero"
-    assert Metadata.load(tmp_path / "r").data["evaluation"]["control_hz"] == 2.5
+    assert Metadata.load(tmp_path / "r").data["evaluation"]["control_hz"] == 10.0
+    # the random walk's commands are ones a real arm could be given: no jump, inside the joint limits
+    v = run_cli("validate", tmp_path / "r", "--quick", "--no-update-metadata")
+    assert "[pass] qpos_jumps" in v.stdout and "[pass] joint_limits" in v.stdout
 
 
 BAD_POLICIES = textwrap.dedent('''
