@@ -1,4 +1,5 @@
-"""Small statistics shared by the generator, dataset-info and the dataset card."""
+"""Small statistics shared by the generator, dataset-info, the dataset card and the evaluator (Wilson
+intervals, the exact sign test and Newcombe's interval for paired rates)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,33 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def sign_test(b: int, c: int) -> float:
+    """Exact two-sided sign test (exact McNemar test) p-value of ``b`` vs ``c`` discordant pairs:
+    ``min(1, 2 * P(X <= min(b, c)))`` for X ~ Binomial(b + c, 1/2); 1.0 without discordant pairs."""
+    n = int(b) + int(c)
+    if n == 0:
+        return 1.0
+    k = min(int(b), int(c))
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def newcombe_paired(a: int, b: int, c: int, d: int, z: float = Z95) -> tuple[float, float]:
+    """Interval (default 95%) of the difference of two paired proportions ``p1 - p2`` with
+    ``p1 = (a + b) / n``, ``p2 = (a + c) / n``: Newcombe (1998) method 10, from the two Wilson
+    intervals and the phi correlation of the 2x2 table (``a``: both succeed, ``b``: only the first,
+    ``c``: only the second, ``d``: neither). Stays inside [-1, 1]; ``n == 0`` gives (-1, 1)."""
+    n = a + b + c + d
+    if n == 0:
+        return (-1.0, 1.0)
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_interval(a + b, n, z)
+    l2, u2 = wilson_interval(a + c, n, z)
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / math.sqrt(den) if den > 0 else 0.0
+    delta = p1 - p2
+    dl = (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2
+    du = (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
+    return (max(-1.0, delta - math.sqrt(max(dl, 0.0))), min(1.0, delta + math.sqrt(max(du, 0.0))))

@@ -21,7 +21,6 @@ that GenerateConfig's scene randomisation (each episode on its own varied model,
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -71,25 +70,8 @@ def _episode(args: Tuple[int, int, float, bool, Optional[str], str]) -> Tuple:
     return index, r.outcome, r.knocked_over, r.steps, time.perf_counter() - t0, r.arm_contacts, params.side
 
 
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> Tuple[float, float]:
-    """95 % Wilson score interval for k successes out of n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
-
-
-def sign_test(b: int, c: int) -> float:
-    """Exact two-sided sign test p-value for b vs c discordant pairs."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    k = min(b, c)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
+# one implementation of each statistic, shared with the evaluator and dataset-info
+from openarm_sim_dataset.stats import sign_test, wilson_interval as wilson  # noqa: E402
 
 
 def run_many(seed: int, indices: Sequence[int], sigma: float, retry: bool, procs: int,

@@ -94,6 +94,9 @@ class Bimanual(ScriptedController):
             knocked = knocked or self.turned(data, lane)
         return "success", knocked
 
+    def goal_reached(self, data: mujoco.MjData) -> bool:
+        return all(self.in_tray(data, cube) for cube in self.cubes)
+
 
 class BimanualTrayTask(Task):
     """Put the red and the green cube in the tray, one with each arm."""

@@ -90,9 +90,12 @@ class PickPlace(ScriptedController):
         lane = self.lane
         if lane.outcome is not None:
             return lane.outcome, False
-        if self.in_tray(data, self.cube):
+        if self.goal_reached(data):
             return "success", self.turned(data, lane)
         return lane.failure(), False
+
+    def goal_reached(self, data: mujoco.MjData) -> bool:
+        return self.in_tray(data, self.cube)
 
 
 class PickPlaceTask(Task):

@@ -616,6 +616,38 @@ class ScriptedController:
         """(outcome, knocked_over) from the final state."""
         raise NotImplementedError
 
+    def goal_reached(self, data: mujoco.MjData) -> bool:  # pragma: no cover - abstract
+        """The geometric part of the success rule, from the state alone (no lane bookkeeping): what
+        :meth:`judge` calls success when no lane was aborted."""
+        raise NotImplementedError
+
+    @property
+    def objects(self) -> List[str]:
+        """Body names of the cubes the task moves or relies on (lanes' objects, then e.g. a stack base)."""
+        names = [lane.obj for lane in self.lanes]
+        base = getattr(self, "base", None)
+        return names + ([base] if isinstance(base, str) and base not in names else [])
+
+    def touched(self, data: mujoco.MjData) -> bool:
+        """Whether any geom of either arm is in contact with a task object in ``data``'s contacts."""
+        if not hasattr(self, "_arm_geoms"):
+            r, l = arm_contact_pairs(self.model)
+            self._arm_geoms = r | l
+            self._obj_geoms = np.isin(self.model.geom_bodyid, [self.model.body(o).id for o in self.objects])
+        n = data.ncon
+        if not n:
+            return False
+        g = data.contact.geom[:n]
+        arm, obj = self._arm_geoms, self._obj_geoms
+        return bool(np.any((arm[g[:, 0]] & obj[g[:, 1]]) | (obj[g[:, 0]] & arm[g[:, 1]])))
+
+    def success(self, data: mujoco.MjData) -> bool:
+        """The task's success rule from the state alone, as an environment applies it at any step:
+        :meth:`goal_reached` and no arm touching a task object (released: a cube held in the tray is
+        not yet put there). At the end of a scripted episode the arm has retreated, so this equals
+        :meth:`judge`'s success unless a lane was aborted."""
+        return self.goal_reached(data) and not self.touched(data)
+
     # ------------------------------------------------------------------ state
     def reset(self, data: mujoco.MjData) -> None:
         """Start a new episode from the state in ``data`` (plans the first attempt of each lane)."""

@@ -83,6 +83,10 @@ class Stack(ScriptedController):
             return lane.failure(), False
         return ("missed_target" if base_ok else "base_moved"), False
 
+    def goal_reached(self, data: mujoco.MjData) -> bool:
+        on, base_ok = self.stacked(data)
+        return on and base_ok
+
 
 class StackTask(Task):
     """Stack the ``top`` cube on the ``base`` cube (colours)."""
