@@ -340,7 +340,6 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     from ..lock import OutputLock
     from .generate import GenerateConfig, config_from_simulation, simulation_block
     from .models import load_model
-    from .render import SimRenderer
 
     src, out = Path(src), Path(out)
     if cfg.camera_format not in CAMERA_FORMATS:
@@ -386,7 +385,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
         raise
     renderer = None
     try:
-        renderer = SimRenderer(out_model, scene)
+        renderer = _worker_state(job)  # this process's renderer (also the one a local run draws with)
         out_sim = simulation_block(gen_cfg, out_model, renderer)
         for key in PHYSICS_PROVENANCE:
             if key in sim:
@@ -429,6 +428,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     finally:
         if renderer is not None:
             renderer.close()
+            _WORKER.clear()
         lock.release()
         if started:
             from ..cluster import disconnect
