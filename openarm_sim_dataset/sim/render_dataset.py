@@ -206,7 +206,7 @@ def render_episode(job: RenderJob, entry: dict, position: int, variant: int | No
         except ValueError as e:
             raise RenderError(where, str(e)) from None
     index = _episode_index(entry, position)
-    out_var = src_var if variant is None else visual_variant(job.cfg.seed, index, variant, src_var, job.source_scene)
+    out_var = src_var if variant is None else visual_variant(job.cfg.seed, index, variant, src_var, job.scene)
     model, sha = _models(job, doc, entry.get(sidecar.MODEL_SHA256_KEY), out_var, where)
     renderer = _worker_state(job)
     renderer.use_model(model)
