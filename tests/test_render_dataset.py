@@ -311,3 +311,29 @@ def test_visual_variants_replay_exactly_validate_and_are_reproducible(tiny_physi
         p.name for p in (variants / "episodes/0-v0/cameras/head").iterdir())[3]] != \
         tree_bytes(variants)["episodes/0-v0/cameras/head/" + sorted(
             p.name for p in (variants / "episodes/0-v0/cameras/head").iterdir())[3]]
+
+
+@pytest.mark.slow
+def test_render_on_ray_equals_a_local_render(tiny_physics, tmp_path):
+    """Render tasks on a local Ray cluster (no GPU: --ray-gpus-per-task falls back to CPU tasks) give the
+    files of a local render; a GPU request no node can meet would wait forever: refused in one line."""
+    ray = pytest.importorskip("ray")
+    from openarm_sim_dataset.cluster import RayOptions
+    from openarm_sim_dataset.sim.render_dataset import gpu_placement
+
+    local = tmp_path / "local"
+    cfg = RenderConfig(cameras=("head",), width=32, height=24)
+    render_dataset(tiny_physics, local, cfg)
+    if ray.is_initialized():
+        ray.shutdown()
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 2**20)
+    try:
+        assert gpu_placement(1.0) is False  # this cluster has no GPU
+        address = ray.get_runtime_context().gcs_address
+        out = tmp_path / "ray"
+        render_dataset(tiny_physics, out, cfg, ray=RayOptions(address=address), ray_gpus_per_task=1.0)
+        assert tree_bytes(out) == tree_bytes(local)
+        assert metadata_without_render(out) == metadata_without_render(local)
+    finally:
+        ray.shutdown()

@@ -503,6 +503,22 @@ def _ray_task(job: RenderJob, entry: dict, position: int, variant, side: dict, w
         return ("refused", f"worker {node_name()}: {e}")
 
 
+def gpu_placement(gpus: float) -> bool:
+    """Whether render tasks ask for ``gpus`` GPUs each: True when some node of the connected cluster has
+    that many, False (CPU rendering, the run goes on) when the cluster has no GPU at all; a request no
+    GPU node can meet is refused (it would wait forever)."""
+    from ..cluster import ClusterError, import_ray
+
+    ray = import_ray()
+    per_node = [float((n.get("Resources") or {}).get("GPU", 0.0)) for n in ray.nodes() if n.get("Alive")]
+    if not any(per_node):
+        return False
+    if max(per_node) < float(gpus):
+        raise ClusterError(None, f"--ray-gpus-per-task {gpus:g}: no node has that many GPUs "
+                                 f"(most on one node: {max(per_node):g})")
+    return True
+
+
 def _render_on_ray(src: Path, todo: list, job: RenderJob, opts, gpus: float | None) -> Iterator[tuple[tuple, RenderedEpisode]]:
     """Episodes rendered as Ray tasks (the driver reads each sidecar and sends its arrays: no shared
     filesystem needed); with ``gpus`` each task asks for that many GPUs, so Ray places it on a GPU node."""
@@ -514,7 +530,7 @@ def _render_on_ray(src: Path, todo: list, job: RenderJob, opts, gpus: float | No
         return
     ray = import_ray()
     options = dict(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)
-    if gpus:
+    if gpus and gpu_placement(gpus):
         options["num_gpus"] = float(gpus)
     if opts.runtime_env:
         options["runtime_env"] = opts.runtime_env
