@@ -78,3 +78,57 @@ def test_labels_from_the_depth_pass_equal_a_separate_segmentation_pass(setup, mo
                 assert np.array_equal(shared[key], separate[key]), (k, cam, key)
             compared |= set(np.unique(shared["labels"]).tolist())
     assert {2, 3, 4, 7} <= compared, compared
+
+
+
+def _culled_vs_all(generated, episodes, stride: int):
+    """(frames compared, frames that differ culled, frames that differ with a too tight cull, geoms left
+    out) rendering the stored states of ``generated``'s ``episodes`` with and without frustum culling, for
+    all three cameras (both wrists)."""
+    from openarm_sim_dataset import sidecar
+    from openarm_sim_dataset.sim.render import cull_scene
+
+    cfg = SceneConfig(cameras=("head", "wrist_right", "wrist_left"), width=128, height=96, wrist_left=True)
+    model = load_model(cfg)
+    r = SimRenderer(model, cfg)
+    data = mujoco.MjData(model)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    n = bad = tight_bad = left_out = 0
+    keys = ("rgb", "depth", "labels")
+    try:
+        for ep in episodes:
+            states = sidecar.load_npz(generated / "episodes" / ep / "sim" / "sidecar.npz")["state"]
+            for st in states[::stride]:
+                mujoco.mj_setState(model, data, st, spec)
+                mujoco.mj_kinematics(model, data)
+                mujoco.mj_camlight(model, data)
+                for cam in cfg.cameras:
+                    r.cull = False
+                    full = r.render(data, cam)
+                    r.cull = True
+                    culled = r.render(data, cam)
+                    r.cull_margin = -0.05  # planted fault: geoms reaching into the view are left out
+                    tight = r.render(data, cam)
+                    r.cull_margin = None
+                    r.renderer.update_scene(data, camera=r._cam_ids[cam], scene_option=r.option)
+                    left_out += cull_scene(r.renderer._scene, r.width / r.height)
+                    n += 1
+                    bad += any(not np.array_equal(full[k], culled[k]) for k in keys)
+                    tight_bad += any(not np.array_equal(full[k], tight[k]) for k in keys)
+    finally:
+        r.close()
+    return n, bad, tight_bad, left_out
+
+
+def test_frustum_culling_leaves_the_images_unchanged(generated):
+    """Culled draws (the default) equal full draws bit for bit (RGB, depth, labels) on recorded states, for
+    the head and both wrist cameras, while leaving geoms out; a cull that is too tight (negative margin:
+    geoms that do reach into the view left out) differs, so the comparison can fail."""
+    n, bad, tight_bad, left_out = _culled_vs_all(generated, ("1",), stride=8)
+    assert n >= 9 and bad == 0 and left_out > n * 10 and tight_bad > 0
+
+
+@pytest.mark.slow
+def test_frustum_culling_leaves_every_frame_unchanged(generated):
+    n, bad, _, _ = _culled_vs_all(generated, ("0", "1"), stride=1)
+    assert bad == 0 and n > 100

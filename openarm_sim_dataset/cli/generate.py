@@ -54,8 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
     p.add_argument("--workers", type=int, default=1, help="processes, one renderer each (default 1)")
     p.add_argument("--cameras", nargs="+", default=["head", "wrist_right", "wrist_left"],
-                   choices=["head", "wrist_right", "wrist_left"],
-                   help="cameras (default head wrist_right wrist_left: the wrist view of every arm a task can use)")
+                   choices=["head", "wrist_right", "wrist_left", "none"],
+                   help="cameras (default head wrist_right wrist_left: the wrist view of every arm a task can use); "
+                        "none: physics only (obs, action and the sidecar, no rendering at all; dataset-render draws "
+                        "the cameras later)")
     p.add_argument("--size", type=_size, default=(160, 120), help="image size WxH (default 160x120)")
     p.add_argument("--camera-hz", type=float, default=10.0, help="camera rate, divides 500 Hz (default 10)")
     p.add_argument("--state-hz", type=float, default=250.0, help="obs/action rate, divides 500 Hz (default 250)")
@@ -96,6 +98,18 @@ def ray_options(args: argparse.Namespace):
                       max_in_flight=args.ray_max_in_flight)
 
 
+def camera_names(names: list[str]) -> tuple[str, ...]:
+    """``--cameras`` as a tuple: ``none`` alone is the empty tuple (physics only); twice the same name or
+    ``none`` with cameras is refused."""
+    if "none" in names:
+        if len(names) != 1:
+            raise ValueError("--cameras none cannot be combined with camera names")
+        return ()
+    if len(set(names)) != len(names):
+        raise ValueError(f"--cameras names a camera twice: {' '.join(names)}")
+    return tuple(names)
+
+
 def config_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.sim.generate.GenerateConfig` these arguments ask for (rates are
     checked here, before any work)."""
@@ -114,8 +128,9 @@ def config_from_args(args: argparse.Namespace):
             weights = ()
     elif args.task_weights:
         raise ValueError("--task-weights needs --tasks")
-    scene = SceneConfig(cameras=tuple(args.cameras), width=args.size[0], height=args.size[1],
-                        wrist_left="wrist_left" in args.cameras)
+    cameras = camera_names(args.cameras)
+    scene = SceneConfig(cameras=cameras, width=args.size[0], height=args.size[1],
+                        wrist_left="wrist_left" in cameras)
     cfg = GenerateConfig(seed=args.seed, sigma=args.sigma, retry=args.retry, scene=scene,
                          record=RecordConfig(state_hz=args.state_hz, camera_hz=args.camera_hz),
                          camera_format=args.camera_format, tasks=tasks, task_weights=weights,

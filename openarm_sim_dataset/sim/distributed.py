@@ -36,15 +36,16 @@ _WORKER: dict = {}
 
 def _worker(cfg):
     from ..gl import check_rendering
+    from .generate import make_renderer
     from .models import load_model
-    from .render import SimRenderer
 
     if _WORKER.get("cfg") != cfg:
-        check_rendering()
-        if "renderer" in _WORKER:
+        if cfg.scene.cameras:  # a physics-only task needs no GL
+            check_rendering()
+        if _WORKER.get("renderer") is not None:
             _WORKER["renderer"].close()
         model = load_model(cfg.scene)
-        _WORKER.update(cfg=cfg, model=model, renderer=SimRenderer(model, cfg.scene))
+        _WORKER.update(cfg=cfg, model=model, renderer=make_renderer(model, cfg.scene))
     return _WORKER["model"], _WORKER["renderer"]
 
 
@@ -62,7 +63,7 @@ def record_task(cfg, index: int, expected_env: dict, shared_out: str | None):
 
     try:
         model, renderer = _worker(cfg)
-        checked_worker(expected_env, lambda: environment(cfg.scene, renderer.gl_renderer))
+        checked_worker(expected_env, lambda: environment(cfg.scene, renderer.gl_renderer if renderer is not None else None))
     except (WorkerMismatch, DatasetError) as e:
         return ("refused", str(e) if isinstance(e, WorkerMismatch) else f"worker {node_name()}: {e}")
     # the same seed rule and scene variation (``cfg.randomize``) as a local worker

@@ -97,8 +97,17 @@ def _git_commit() -> str | None:
         return None
 
 
-def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRenderer) -> dict:
-    """The ``simulation:`` block of metadata.yaml: everything needed to replay and to judge replay."""
+def make_renderer(model: mujoco.MjModel, scene: SceneConfig) -> SimRenderer | None:
+    """The renderer of ``scene``'s cameras, or None for a physics-only scene (no camera: no GL context
+    is made at all)."""
+    return SimRenderer(model, scene) if scene.cameras else None
+
+
+def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRenderer | None) -> dict:
+    """The ``simulation:`` block of metadata.yaml: everything needed to replay and to judge replay.
+
+    ``renderer`` None: a physics-only dataset (no camera; ``gl_renderer`` null; ``camera_hz`` is then
+    the rate of the sidecar's per-frame states, the frames a later ``dataset-render`` draws)."""
     sc, rc = cfg.scene, cfg.record
     cams = {}
     for c in sc.cameras:
@@ -141,7 +150,7 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
         "numpy": np.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "gl_renderer": renderer.gl_renderer,
+        "gl_renderer": renderer.gl_renderer if renderer is not None else None,
     }
     if cfg.tasks:  # absent for the default task alone: such a block is the one of before the task library
         block["tasks"] = {"names": list(cfg.tasks), "weights": [float(w) for w in cfg.task_weights] or [1.0] * len(cfg.tasks),
@@ -204,14 +213,14 @@ _WORKER: dict = {}
 def _worker_init(cfg: GenerateConfig) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     model = load_model(cfg.scene)
-    _WORKER.update(cfg=cfg, model=model, renderer=SimRenderer(model, cfg.scene))
+    _WORKER.update(cfg=cfg, model=model, renderer=make_renderer(model, cfg.scene))
 
 
 def _run_one(index: int) -> tuple[int, RecordedEpisode]:
     return index, record_index(_WORKER["cfg"], index, _WORKER["model"], _WORKER["renderer"])
 
 
-def record_index(cfg: GenerateConfig, index: int, model, renderer: SimRenderer) -> RecordedEpisode:
+def record_index(cfg: GenerateConfig, index: int, model, renderer: SimRenderer | None) -> RecordedEpisode:
     """Record episode ``index`` of ``cfg``: its task and parameters (:func:`params_for`), its scene
     variation (if ``cfg.randomize``) from its own stream, on the model built with that variation
     (``model``, the nominal one, otherwise). What generation and ``--regenerate`` both run."""
@@ -293,7 +302,8 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     (:mod:`.distributed`) instead of ``workers`` local processes; the output is the same file for file."""
     out = Path(out)
     check_mode(cfg.randomize)
-    check_rendering()  # a machine that cannot render fails here, before the output exists
+    if cfg.scene.cameras:  # physics-only generation (no camera) never touches GL
+        check_rendering()  # a machine that cannot render fails here, before the output exists
     started = False
     if ray is not None:
         from ..cluster import connect, disconnect
@@ -310,7 +320,7 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         (out / LEGACY_LOCK_FILE).unlink(missing_ok=True)  # a dataset folder holds only the dataset
         model = load_model(cfg.scene)
         # workers are spawned (never forked), so this process's GL context is not inherited
-        renderer = SimRenderer(model, cfg.scene)
+        renderer = make_renderer(model, cfg.scene)
         sim = simulation_block(cfg, model, renderer)
         meta = _open_output(out, cfg, sim)
         remove_uncommitted(out, meta)
@@ -323,7 +333,8 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
             from ..cluster import environment
             from .distributed import record_on_ray
 
-            source = record_on_ray(out, todo, cfg, ray, environment(cfg.scene, renderer.gl_renderer))
+            source = record_on_ray(out, todo, cfg, ray,
+                                   environment(cfg.scene, renderer.gl_renderer if renderer is not None else None))
         for index, rec in source:
             entry = episode_entry(index, rec, cfg)
             commit_episode(out, meta, entry, rec.data, cfg.camera_format)
@@ -331,7 +342,8 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
             summary.made += 1
             if progress:
                 progress(index, entry)
-        renderer.close()
+        if renderer is not None:
+            renderer.close()
         summary.episodes.sort(key=lambda e: int(e["id"]))
         return summary
     finally:

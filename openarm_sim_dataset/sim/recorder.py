@@ -77,6 +77,78 @@ def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
     return buf.getvalue()
 
 
+class CameraFrames:
+    """The camera part of an episode's frames: per camera the pose (``cam_pos``, ``cam_mat``), the JPEG,
+    depth and labels of every frame, drawn by :meth:`add` from a ``data`` whose integration state is the
+    frame's. The one place both recording paths draw through (:class:`StepRecorder`, live, and
+    :mod:`.render_dataset`, from replayed states), so their images cannot differ in how they are made."""
+
+    def __init__(self, model: mujoco.MjModel, renderer: SimRenderer | None, cameras, quality: int) -> None:
+        self.model, self.renderer, self.cameras, self.quality = model, renderer, tuple(cameras), int(quality)
+        self.pos = {c: [] for c in self.cameras}
+        self.mat = {c: [] for c in self.cameras}
+        self.jpegs = {c: [] for c in self.cameras}
+        self.depth = {c: [] for c in self.cameras}
+        self.labels = {c: [] for c in self.cameras}
+
+    def add(self, data: mujoco.MjData) -> None:
+        """Draw every camera for ``data``'s state: ``mj_kinematics`` and ``mj_camlight`` first (derived
+        quantities only: the physics is untouched), so poses and pixels belong to the stored qpos."""
+        mujoco.mj_kinematics(self.model, data)
+        mujoco.mj_camlight(self.model, data)
+        r = self.renderer
+        for c in self.cameras:
+            self.pos[c].append(r.cam_pos(data, c))
+            self.mat[c].append(r.cam_mat(data, c))
+            img = r.render(data, c)
+            self.jpegs[c].append(encode_jpeg(img["rgb"], self.quality))
+            self.depth[c].append(img["depth"])
+            self.labels[c].append(img["labels"])
+
+    def streams(self, ts_frame: np.ndarray) -> dict[str, list[tuple[int, bytes]]]:
+        """``{camera: [(timestamp ns, jpeg bytes), ...]}`` for :class:`EpisodeData.cameras`."""
+        return {c: list(zip(ts_frame.tolist(), self.jpegs[c])) for c in self.cameras}
+
+
+def episode_arrays(initial_state, physics_ctrl, steps: np.ndarray, dt: float, ts_frame: np.ndarray, state, qpos, qvel,
+                   object_pose, frames: CameraFrames, variation=None, model_sha256: str | None = None,
+                   identity: dict[str, np.ndarray] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``(sidecar arrays, frames arrays)`` of an episode, keys in the order they are written (the npz
+    bytes depend on it): see :mod:`openarm_sim_dataset.sidecar`. ``steps``: physics step of each frame;
+    ``frames``: the camera part (none for a physics-only episode: no ``cam_*`` array, an empty
+    frames.npz). ``identity``: the episode's identity and judge arrays (``sidecar.EPISODE_KEY``,
+    ``sidecar.JUDGE_KEY``, schema 2), written after the camera poses."""
+    side_arrays = {
+        "initial_state": np.asarray(initial_state, np.float64),
+        "physics_ctrl": np.asarray(physics_ctrl, np.float64),
+        "step": np.asarray(steps, np.float64),
+        "time": np.asarray(steps, np.float64) * dt,
+        "frame_timestamp": np.asarray(ts_frame, np.int64),
+        "state": state,
+        "qpos": qpos,
+        "qvel": qvel,
+        "object_pose": object_pose,
+    }
+    for c in frames.cameras:
+        side_arrays[f"cam_pos_{c}"] = np.asarray(frames.pos[c], np.float64)
+        side_arrays[f"cam_mat_{c}"] = np.asarray(frames.mat[c], np.float64)
+    side_arrays.update(identity or {})
+    if variation is not None:
+        side_arrays[sidecar.VARIATION_KEY] = sidecar.text_array(variation.key())
+        side_arrays[sidecar.MODEL_SHA256_KEY] = sidecar.text_array(str(model_sha256))
+    frame_arrays = {}
+    for c in frames.cameras:
+        frame_arrays[f"depth_{c}"] = np.asarray(frames.depth[c], np.float32)
+        frame_arrays[f"labels_{c}"] = np.asarray(frames.labels[c], np.uint8)
+    return side_arrays, frame_arrays
+
+
+def sim_files(side_arrays: dict[str, np.ndarray], frame_arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
+    """The episode's ``sim/`` files (relative path -> bytes) of its sidecar and frames arrays."""
+    return {f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}": sidecar.npz_bytes(side_arrays),
+            f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}": sidecar.npz_bytes(frame_arrays, compress=True)}
+
+
 class StepRecorder:
     """Collects one episode's streams, camera frames and sidecar arrays from a physics loop.
 
@@ -107,10 +179,7 @@ class StepRecorder:
         self.obs = {side: {"qpos": [], "qvel": [], "qtorque": []} for side in layout.ARM_SIDES}
         self.act = {side: [] for side in layout.ARM_SIDES}
         self.f_step, self.f_state, self.f_qpos, self.f_qvel, self.f_obj = [], [], [], [], []
-        self.f_cam = {c: ([], []) for c in self.cameras}
-        self.jpegs = {c: [] for c in self.cameras}
-        self.depth = {c: [] for c in self.cameras}
-        self.labels = {c: [] for c in self.cameras}
+        self.frames = CameraFrames(model, renderer, self.cameras, rec.jpeg_quality) if self.cameras else None
 
     def on_step(self, data: mujoco.MjData, s: int, ctrl: np.ndarray) -> None:
         model = self.model
@@ -124,8 +193,6 @@ class StepRecorder:
                 o["qtorque"].append(data.actuator_force[a.actuators])
                 self.act[side].append(ctrl[a.actuators])
         if s % self.cam_every == 0:
-            mujoco.mj_kinematics(model, data)
-            mujoco.mj_camlight(model, data)
             st = np.empty(self.nstate)
             mujoco.mj_getState(model, data, st, mujoco.mjtState.mjSTATE_INTEGRATION)
             self.f_step.append(s)
@@ -133,14 +200,8 @@ class StepRecorder:
             self.f_qpos.append(data.qpos.copy())
             self.f_qvel.append(data.qvel.copy())
             self.f_obj.append(np.stack([data.qpos[a:a + 7] for a in self.cube_adr]))
-            r = self.renderer
-            for c in self.cameras:
-                self.f_cam[c][0].append(r.cam_pos(data, c))
-                self.f_cam[c][1].append(r.cam_mat(data, c))
-                img = r.render(data, c)
-                self.jpegs[c].append(encode_jpeg(img["rgb"], self.rec.jpeg_quality))
-                self.depth[c].append(img["depth"])
-                self.labels[c].append(img["labels"])
+            if self.cameras:  # physics-only (no camera): nothing derived is needed, nothing is drawn
+                self.frames.add(data)
 
     def finish(self, result: EpisodeResult, variation=None, model_sha256: str | None = None,
                params: EpisodeParams | None = None) -> RecordedEpisode:
@@ -150,7 +211,7 @@ class StepRecorder:
         (``episode``, schema 2), with the judge's history facts of ``result`` (``judge``), so that a
         validator can tell the episode's identity and judge it again; a loop without a scripted task
         (e.g. a policy in an environment) passes None and records neither."""
-        model, cameras = self.model, self.cameras
+        model = self.model
         steps = result.steps
         # the last on_step call (after the final mj_step) repeats the last control: not a physics step
         physics_ctrl = np.array(self.ctrl_log[:steps], dtype=np.float64).reshape(steps, model.nu)
@@ -161,37 +222,21 @@ class StepRecorder:
             data.obs[("arms", side)] = ComponentStreams(
                 ts_state, {k: np.asarray(v, np.float32) for k, v in self.obs[side].items()})
             data.action[("arms", side)] = ComponentStreams(ts_state, {"qpos": np.asarray(self.act[side], np.float32)})
-        for c in cameras:
-            data.cameras[c] = list(zip(ts_frame.tolist(), self.jpegs[c]))
-        side_arrays = {
-            "initial_state": np.asarray(result.initial_state, np.float64),
-            "physics_ctrl": physics_ctrl,
-            "step": np.asarray(self.f_step, np.float64),
-            "time": np.asarray(self.f_step, np.float64) * self.dt,
-            "frame_timestamp": ts_frame,
-            "state": np.asarray(self.f_state, np.float64),
-            "qpos": np.asarray(self.f_qpos, np.float64),
-            "qvel": np.asarray(self.f_qvel, np.float64),
-            "object_pose": np.asarray(self.f_obj, np.float64),
-        }
-        for c in cameras:
-            side_arrays[f"cam_pos_{c}"] = np.asarray(self.f_cam[c][0], np.float64)
-            side_arrays[f"cam_mat_{c}"] = np.asarray(self.f_cam[c][1], np.float64)
+        frames = self.frames if self.frames is not None else CameraFrames(model, None, (), self.rec.jpeg_quality)
+        identity = {}
         if params is not None:
             seed_inputs = {"seed": int(params.meta.get("seed", 0)), "index": int(params.meta.get("index", self.index))}
-            side_arrays[sidecar.EPISODE_KEY] = sidecar.json_array(
+            identity[sidecar.EPISODE_KEY] = sidecar.json_array(
                 {"task": params.task, "arms": params.side, "seed_inputs": seed_inputs})
             if result.judge_facts:
-                side_arrays[sidecar.JUDGE_KEY] = sidecar.json_array(result.judge_facts)
-        if variation is not None:
-            side_arrays[sidecar.VARIATION_KEY] = sidecar.text_array(variation.key())
-            side_arrays[sidecar.MODEL_SHA256_KEY] = sidecar.text_array(str(model_sha256))
-        frame_arrays = {}
-        for c in cameras:
-            frame_arrays[f"depth_{c}"] = np.asarray(self.depth[c], np.float32)
-            frame_arrays[f"labels_{c}"] = np.asarray(self.labels[c], np.uint8)
-        data.files[f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}"] = sidecar.npz_bytes(side_arrays)
-        data.files[f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}"] = sidecar.npz_bytes(frame_arrays, compress=True)
+                identity[sidecar.JUDGE_KEY] = sidecar.json_array(result.judge_facts)
+        side_arrays, frame_arrays = episode_arrays(
+            result.initial_state, physics_ctrl, np.asarray(self.f_step, np.int64), self.dt, ts_frame,
+            np.asarray(self.f_state, np.float64).reshape(-1, self.nstate), np.asarray(self.f_qpos, np.float64),
+            np.asarray(self.f_qvel, np.float64), np.asarray(self.f_obj, np.float64).reshape(-1, len(self.cube_adr), 7),
+            frames, variation, model_sha256, identity)
+        data.cameras.update(frames.streams(ts_frame))
+        data.files.update(sim_files(side_arrays, frame_arrays))
         return RecordedEpisode(data, result, side_arrays, frame_arrays,
                                None if variation is None else variation.to_dict(), model_sha256 if variation else None)
 

@@ -257,15 +257,17 @@ def _hsv(h: float, s: float, v: float) -> Vec4:
     return (_r(r), _r(g), _r(b), 1.0)
 
 
-def draw_variation(seed: int, index: int, mode: str, cfg: SceneConfig = SceneConfig()) -> Optional[Variation]:
+def draw_variation(seed: int, index: int, mode: str, cfg: SceneConfig = SceneConfig(),
+                   stream: Tuple[int, ...] = (VARIATION_STREAM,)) -> Optional[Variation]:
     """The variation of episode ``index`` of ``seed`` under ``mode`` (None for ``none``).
 
-    Draws from ``default_rng([seed, index, VARIATION_STREAM])`` in a fixed order (lights, headlight,
-    table, floor, cube colours, head camera, then per cube size, mass, friction), whatever the mode."""
+    Draws from ``default_rng([seed, index, *stream])`` (``stream``: :data:`VARIATION_STREAM`; a visual
+    variant's is :func:`variant_stream`) in a fixed order (lights, headlight, table, floor, cube colours,
+    head camera, then per cube size, mass, friction), whatever the mode."""
     check_mode(mode)
     if mode == "none":
         return None
-    rng = np.random.default_rng([int(seed), int(index), VARIATION_STREAM])
+    rng = np.random.default_rng([int(seed), int(index), *(int(w) for w in stream)])
 
     def u(name: str, size=None):
         lo, hi = RANGES[name]
@@ -296,6 +298,30 @@ def draw_variation(seed: int, index: int, mode: str, cfg: SceneConfig = SceneCon
                      rgba=rgba if visual else None,
                      cameras=cameras if visual else None,
                      cubes=cubes if physics else None)
+
+
+#: Third seed word of a visual variant's generator (ASCII "VISU"), the variant number the fourth.
+VARIANT_STREAM = 0x56495355
+VARIANT_RULE = (f"visual variant k of source episode i (index = its seed_inputs.index) under render seed S: the visual "
+                f"half of numpy.random.default_rng([S, i, {VARIANT_STREAM:#x}, k]) drawn as a variation is, its physical "
+                f"half (cube size, mass, friction) stays the source episode's")
+
+
+def variant_stream(variant: int) -> Tuple[int, int]:
+    """The ``stream`` of :func:`draw_variation` for visual variant ``variant``."""
+    return (VARIANT_STREAM, int(variant))
+
+
+def visual_variant(seed: int, index: int, variant: int, source: Optional[Variation],
+                   cfg: SceneConfig = SceneConfig()) -> Variation:
+    """Visual variant ``variant`` of an episode of index ``index`` that ran with variation ``source``
+    (None: the nominal scene), under render seed ``seed``: new lights, colours and head camera pose
+    (:data:`VARIANT_RULE`), the source's physical part unchanged, so the physics replays exactly.
+    Mode ``all`` when the source varied the physics, else ``visual``."""
+    drawn = draw_variation(seed, index, "visual", cfg, stream=variant_stream(variant))
+    cubes = source.cubes if source is not None else None
+    return Variation(mode="all" if cubes is not None else "visual", lights=drawn.lights,
+                     headlight_ambient=drawn.headlight_ambient, rgba=drawn.rgba, cameras=drawn.cameras, cubes=cubes)
 
 
 # ---------------------------------------------------------------------------- parsing helpers

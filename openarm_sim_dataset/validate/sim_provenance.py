@@ -58,7 +58,17 @@ def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[
         what.append(f"variation in metadata.yaml differs from the sidecar's at {d}")
     if stored_sha != recorded:
         what.append(f"model_sha256 in metadata.yaml {str(recorded)[:12]} differs from the sidecar's {stored_sha[:12]}")
-    drawn = draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))
+    variant = entry.get("render_source")
+    if isinstance(variant, dict) and "variant" in variant:  # a visual variant of dataset-render: its own draw
+        from ..sim.variation import visual_variant
+
+        try:
+            drawn = visual_variant(int(variant["seed"]), int(variant["index"]), int(variant["variant"]), variation,
+                                   scene_config(ctx))
+        except (KeyError, TypeError, ValueError):
+            return True, f"episode {ep}: render_source {variant!r} is not a visual variant's seed, index and number"
+    else:
+        drawn = draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))
     if (d := _first_difference(variation.to_dict(), drawn.to_dict() if drawn else None)) is not None:
         what.append(f"variation is not the one seed {prov['seed']} draws under randomization {mode!r} (at {d})")
     try:
