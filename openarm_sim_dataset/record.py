@@ -24,13 +24,23 @@ but its id stays used — a gap, as the reference recorder leaves — and is rec
 under ``discarded_episodes:`` in ``metadata.yaml`` (a key readers ignore), so that a later process
 does not reuse it either.
 
-**Threads.** ``add_*`` only copy the values into preallocated per-stream blocks (a full block goes
-to the writer thread) or hand a frame over; the writer thread does every disk write, and JPEG
-encoding of array frames runs in ``encoder_threads`` threads. What waits for the writer is bounded
-in bytes (``max_pending_bytes``): a frame that does not fit is **dropped**, and a block of state
-rows is dropped only above twice the bound (rows are ~100 kB/s, frames MB/s). Every drop is
+**A writer process.** ``add_*`` only copy: rows into preallocated per-stream blocks (a full block
+of ``rows_per_group`` rows is copied into shared memory), frames (JPEG bytes, or an RGB array) into
+a shared-memory ring; a message of a few dozen bytes per block or frame tells the recorder's writer
+process (:mod:`.record_writer`) where they are. That process does every disk write and the JPEG
+encoding of array frames, so the control loop shares neither the GIL nor the allocator with the
+disk. What waits for the writer is bounded in bytes (``max_pending_bytes``; the ring holds twice
+that) and in messages (the pipe's capacity): a frame that does not fit is **dropped**, and a block of
+state rows is dropped only above twice the bound (rows are ~100 kB/s, frames MB/s). Every drop is
 counted per stream (:attr:`Episode.dropped`, ``dropped:`` in the episode's metadata entry) and
 warned about once per episode; ``add_*`` return False for a sample not stored.
+
+**A killed writer** (SIGKILL, out of memory) never takes the caller down: the open episode is
+discarded (its id recorded under ``discarded_episodes:`` with the reason), the next ``add_*`` call
+returns False with a warning naming the exit status, :meth:`Episode.save` raises
+:class:`EpisodeDiscarded` with it, and the next :meth:`Recorder.start_episode` starts a new writer.
+A killed *caller* makes the writer exit at once without listing anything (the writer holds the
+dataset's lock until then; a recorder opened meanwhile waits for it, at most 5 s).
 
 **Stale cameras.** A declared camera that sends no frame, or only byte-identical frames, for longer
 than ``stale_after_s`` (default 1 s, measured on the samples' own timestamps) discards the episode;
@@ -46,31 +56,30 @@ gave.
 from __future__ import annotations
 
 import copy
-import hashlib
-import io
+import fcntl
+import multiprocessing
 import os
-import queue
+import select
 import threading
 import time
 import warnings
-from array import array
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import layout
-from .atomic import remove_tree
-from .camera import FrameWriter
 from .errors import DatasetError, MetadataError
-from .lock import OutputLock
+from .lock import OutputLock, lock_path
 from .metadata import Metadata, load_yaml_document
-from .writer import CAMERA_FORMATS, StreamWriter, begin_episode, finish_episode, remove_uncommitted
+from .record_writer import DISCARDED_KEY, pack as _pack
+from .writer import CAMERA_FORMATS
 
-#: metadata.yaml key listing discarded episodes (id and reason): their ids are never used again.
-DISCARDED_KEY = "discarded_episodes"
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+#: How long a new recorder waits for the writer process of a killed recorder to exit (its lock).
+ORPHAN_WAIT_S = 5.0
 
 
 class RecordError(DatasetError):
@@ -186,14 +195,6 @@ class Episode:
         self._deadline = 1 << 63  # earliest stamp at which some camera could be stale
         self._finished = False
         self._warned: set[str] = set()
-        # writer-thread state (touched only by the writer thread)
-        self._w_tmp: Path | None = None
-        self._w_streams: dict[tuple[str, str], StreamWriter] = {}
-        self._w_frames: dict[str, FrameWriter] = {}
-        self._w_rates: dict[str, _RateMeter] = {}
-        self._w_prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
-        self._w_known: dict[str, tuple] = {}  # camera -> (stamps, sizes, sha256 digests) of frames written
-        self._w_gone = False  # files removed (discarded)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -220,7 +221,7 @@ class Episode:
 
     def _add(self, kind: str, component: str, ts, values: dict) -> bool:
         if self._finished or self.reason is not None:
-            return False
+            return self._refused()
         st = self._streams.get((kind, component))
         if st is None:
             st = self._new_stream(kind, component)
@@ -256,7 +257,7 @@ class Episode:
         uint8 RGB array (copied here, JPEG-encoded in the recorder's encoder threads at
         ``jpeg_quality``). Returns False if it was not stored (discarded episode, or dropped)."""
         if self._finished or self.reason is not None:
-            return False
+            return self._refused()
         last = self._cam_last.get(camera)
         if last is None:
             raise ValueError(f"camera {camera!r} is not declared in equipment.perceptions.cameras "
@@ -264,25 +265,22 @@ class Episode:
         ts = _as_ns(timestamp_ns, f"camera {camera}")
         if ts <= last:
             raise ValueError(f"camera {camera}: timestamp {ts} is not after the previous one ({last})")
-        rec = self.recorder
         if isinstance(image, (bytes, bytearray, memoryview)):
-            payload, nbytes = bytes(image), len(image)
+            arr = np.frombuffer(image, dtype=np.uint8)
+            shape = None
         else:
             arr = np.asarray(image)
             if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
                 raise ValueError(f"camera {camera}: expected JPEG bytes or an HxWx3 uint8 array, "
                                  f"got {arr.dtype} {arr.shape}")
-            nbytes = arr.nbytes
-            payload = None
+            shape = arr.shape
         self._cam_last[camera] = ts
         if ts > self._cams[camera]:
             self._cams[camera] = ts  # a dropped frame still shows the camera is alive
-        stored = rec._reserve(nbytes, rec.max_pending_bytes)
+        # copied into the ring here (the caller may reuse its buffer); encoded by the writer process
+        stored = self.recorder._put(("frame", self.id, camera, ts), (arr,), self.recorder.max_pending_bytes, shape)
         if stored:
-            if payload is None:
-                payload = rec._encode(np.array(arr, copy=True))  # the caller may reuse its buffer
             self._cam_frames[camera] += 1
-            rec._queue.put(("frame", self, camera, ts, payload, nbytes))
         else:
             self._drop(f"cameras/{camera}")
         if ts > self._now:
@@ -320,13 +318,19 @@ class Episode:
         if blk is None or blk.n == 0:
             return
         n = blk.n
-        values = {k: v[:n] for k, v in blk.values.items()}
-        nbytes = blk.ts[:n].nbytes + sum(v.nbytes for v in values.values())
         rec = self.recorder
-        if not rec._reserve(nbytes, 2 * rec.max_pending_bytes):
+        head = ("rows", self.id, st.kind, st.embodiment, st.component, st.name, st.attrs)
+        parts = (blk.ts[:n], *(blk.values[a][:n] for a in st.attrs))
+        if not rec._put(head, parts, 2 * rec.max_pending_bytes, (n, st.width)):
             self._drop(st.name, n)
-            return
-        rec._queue.put(("rows", self, st, blk.ts[:n], values, nbytes))
+
+    def _refused(self) -> bool:
+        """False (sample not stored); the first refusal after the writer process died warns."""
+        lost = self.recorder._lost_reason
+        if lost is not None and "writer" not in self._warned:
+            self._warned.add("writer")
+            warnings.warn(f"episode {self.id}: {self.reason}", RuntimeWarning, stacklevel=4)
+        return False
 
     def _drop(self, name: str, n: int = 1) -> None:
         self.dropped[name] = self.dropped.get(name, 0) + n
@@ -358,7 +362,10 @@ class Episode:
     def _discard_async(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
-            self.recorder._queue.put(("discard", self, reason, None))
+            try:
+                self.recorder._send(("discard", self.id, reason, None))
+            except RecordError:
+                pass  # the writer died: the episode is gone anyway (reported at the next call)
 
     # ------------------------------------------------------------------ ending
     def save(self, success: bool = True, **extra) -> EpisodeResult:
@@ -374,18 +381,30 @@ class Episode:
             self._deadline = -(1 << 63)
             self._tick(self._now)  # a camera silent at the end counts too
         self._finished = True
+        rec = self.recorder
         if self.reason is not None:
-            self.recorder._wait(("discard", self, self.reason, Future()))
+            try:
+                rec._request(("discard", self.id, self.reason))
+            except RecordError:
+                pass  # the writer died: nothing left to remove in this process
             raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
         for st in self._streams.values():
             self._hand_over(st)
         entry = {"id": self.id, "success": bool(success), "task_index": int(self.task_index), **extra}
-        result = self.recorder._wait(("commit", self, entry, Future()))
-        if result is None:  # discarded by the writer meanwhile (identical frames, write failure)
+        if self.dropped:
+            entry["dropped"] = dict(self.dropped)
+        try:
+            done = rec._request(("commit", self.id, entry))
+        except RecordError:
+            if self.reason is not None:  # the writer died meanwhile
+                raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}") from None
+            raise
+        if done is None:  # discarded by the writer meanwhile (identical frames, write failure)
             raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
+        entry, rows = done
         self.saved = True
-        result.seconds = time.perf_counter() - t0
-        return result
+        return EpisodeResult(self.id, entry, rows, dict(self._cam_frames), dict(self.dropped),
+                             seconds=time.perf_counter() - t0)
 
     def discard(self, reason: str = "discarded by the caller") -> None:
         """Drop the episode: its files are removed, its id stays used (a gap in the ids), and
@@ -397,7 +416,11 @@ class Episode:
         self._finished = True
         if self.reason is None:
             self.reason = reason
-        self.recorder._wait(("discard", self, self.reason, Future()))
+        try:
+            self.recorder._request(("discard", self.id, self.reason))
+        except RecordError:
+            if self.recorder._lost_reason is None:
+                raise  # the writer died: the episode is gone anyway
 
 
 def _as_ns(ts, what: str) -> int:
@@ -434,26 +457,36 @@ class Recorder:
         self.rows_per_group = int(rows_per_group)
         self.encoder_threads = max(1, int(encoder_threads))
         self.jpeg_quality = int(jpeg_quality)
-        self.pending_bytes = 0
         self.peak_pending_bytes = 0
         self.dropped_total = 0
         self.removed: list[Path] = []  # leftovers of a killed recorder removed on open
-        self._pending_lock = threading.Lock()
-        self._encoder: ThreadPoolExecutor | None = None
+        self._lost_reason: str | None = None  # set when the writer process died
+        self._send_lock = threading.Lock()  # ring allocation + message order (control and camera threads)
         self._episode: Episode | None = None
         self._closed = False
-        self._lock = _Lock(self.root)
+        self._proc = None
+        self._lock = _acquire_lock(self.root)
         try:
             self.meta = self._open(metadata)
-            self.removed = remove_uncommitted(self.root, self.meta)
+            self._start_writer()
         except BaseException:
+            self._stop_writer()
             self._lock.release()
             raise
         ids = [*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or [])]
         self._next_id = max((int(i) + 1 for i in ids if i.isdigit()), default=0)
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._writer, name="openarm-recorder-writer", daemon=True)
-        self._thread.start()
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes copied into the ring that the writer process has not finished with."""
+        ring = self._ring
+        return 0 if ring is None or ring.hdr is None else self._head - ring.tail
+
+    @property
+    def writer_pid(self) -> int | None:
+        """Process id of the writer process (None once closed)."""
+        return self._proc.pid if self._proc is not None else None
+
 
     # ------------------------------------------------------------------ opening
     def _open(self, metadata) -> Metadata:
@@ -507,10 +540,11 @@ class Recorder:
             raise RecordError(self.root, f"episode {self._episode.id} is still open: save() or discard() it first")
         if not isinstance(task_index, (int, np.integer)) or not 0 <= task_index < len(self.meta.tasks):
             raise ValueError(f"task_index {task_index!r} out of range (the dataset has {len(self.meta.tasks)} tasks)")
+        self._restart_if_dead()
         ep = Episode(self, str(self._next_id), int(task_index))
         self._next_id += 1
         self._episode = ep
-        self._queue.put(("open", ep))
+        self._send(("open", ep.id, ep._stale_ns))
         return ep
 
     def close(self) -> None:
@@ -520,10 +554,8 @@ class Recorder:
         try:
             if self._episode is not None and not self._episode._finished:
                 self._episode.discard("recorder closed before save()")
-            self._queue.put(("stop",))
-            self._thread.join()
-            if self._encoder is not None:
-                self._encoder.shutdown()
+            self._closed = True
+            self._stop_writer()
         finally:
             self._closed = True
             self._lock.release()
@@ -534,150 +566,185 @@ class Recorder:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ writer process
+    def _start_writer(self) -> None:
+        """Start a writer process (also after one died): it reloads metadata.yaml, removes what is not
+        listed, and replies with the metadata it found."""
+        from multiprocessing.reduction import DupFd
+
+        from . import record_writer as rw
+
+        capacity = 2 * self.max_pending_bytes
+        ring_fd = rw.make_ring_fd(capacity)
+        msg_r, msg_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            try:
+                fcntl.fcntl(msg_w, F_SETPIPE_SZ, 1 << 20)  # room for ~10k messages before drops
+            except OSError:
+                pass
+            os.set_blocking(msg_w, False)
+            ctx = _context()
+            args = (str(self.root), self.camera_format, capacity, self.stale_after_s, self.encoder_threads,
+                    self.jpeg_quality, DupFd(self._lock.fd), DupFd(ring_fd), DupFd(msg_r), DupFd(rep_w))
+            proc = ctx.Process(target=rw.writer_main, args=args, name="openarm-recorder-writer", daemon=True)
+            proc.start()
+            self._ring = rw.Ring(ring_fd, capacity)
+        finally:
+            os.close(ring_fd)
+            os.close(msg_r)
+            os.close(rep_w)
+        self._proc, self._msg_fd, self._head = proc, msg_w, 0
+        self._replies = os.fdopen(rep_r, "rb")
+        self._futures: dict[int, Future] = {}
+        self._req = 0
+        ready = rw.read_message(self._replies)
+        if ready is None or ready[1] is None:
+            proc.join(5)
+            why = ready[2] if ready is not None else f"exit code {proc.exitcode}"
+            self._proc = None
+            raise RecordError(self.root, f"the recorder's writer process failed to start ({why})")
+        self.meta.data = ready[1]
+        self.removed = [Path(p) for p in ready[2]]
+        self._lost_reason = None
+        self._reader = threading.Thread(target=self._read_replies, args=(proc, self._replies),
+                                        name="openarm-recorder-replies", daemon=True)
+        self._reader.start()
+
+    def _read_replies(self, proc, replies) -> None:
+        from .record_writer import read_message
+
+        while True:
+            try:
+                msg = read_message(replies)
+            except Exception:  # noqa: BLE001 - torn by a killed writer
+                msg = None
+            if msg is None:
+                break
+            if msg[0] == "done":
+                _, req, result, error, data = msg
+                self.meta.data = data
+                fut = self._futures.pop(req, None)
+                if fut is not None:
+                    if error is not None:
+                        fut.set_exception(RecordError(self.root, f"episode write failed: {error}"))
+                    else:
+                        fut.set_result(result)
+            elif msg[0] == "discarded":
+                _, ep_id, reason, data = msg
+                self.meta.data = data
+                ep = self._episode
+                if ep is not None and ep.id == ep_id and ep.reason is None:
+                    ep.reason = reason
+        # end of file: the writer exited (stopped by close(), or killed)
+        proc.join()
+        replies.close()
+        if self._closed or proc is not self._proc:
+            return
+        code = proc.exitcode
+        why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        self._lost_reason = f"the recorder's writer process died ({why})"
+        ep = self._episode
+        if ep is not None and not ep.saved and ep.reason is None:
+            ep.reason = f"{self._lost_reason}; the episode is discarded"
+        for fut in list(self._futures.values()):
+            if not fut.done():
+                fut.set_exception(RecordError(self.root, self._lost_reason))
+        self._futures.clear()
+
+    def _restart_if_dead(self) -> None:
+        if self._lost_reason is None:
+            return
+        lost = self._episode if self._episode is not None and not self._episode.saved else None
+        self._stop_writer()
+        self._start_writer()
+        if lost is not None:  # recorded as discarded by the new writer (unless its commit had completed)
+            self._request(("discard", lost.id, lost.reason or "the recorder's writer process died"))
+
+    def _stop_writer(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if proc.is_alive():
+                with self._send_lock:
+                    self._write_all(_pack(("stop",)))
+        except RecordError:
+            pass
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        if getattr(self, "_reader", None) is not None:
+            self._reader.join(5)
+        os.close(self._msg_fd)
+        self._ring.close()
+        self._ring = None
+        self._proc = None
+
     # ------------------------------------------------------------------ plumbing
-    def _reserve(self, nbytes: int, limit: int) -> bool:
-        with self._pending_lock:
-            if self.pending_bytes + nbytes > limit:
+    def _put(self, head: tuple, parts: tuple, limit: int, extra) -> bool:
+        """Copy ``parts`` (arrays) into the ring and send ``head + (pos, nbytes, extra)``; False
+        (nothing sent, nothing kept) if that would exceed ``limit`` pending bytes or the pipe is full."""
+        nbytes = sum(p.nbytes for p in parts)
+        size = (nbytes + 7) & ~7  # items start 8-byte aligned (the writer views int64 stamps in place)
+        with self._send_lock:
+            ring = self._ring
+            if ring is None or self._lost_reason is not None:
                 return False
-            self.pending_bytes += nbytes
-            if self.pending_bytes > self.peak_pending_bytes:
-                self.peak_pending_bytes = self.pending_bytes
+            cap = ring.capacity
+            start = self._head
+            off = start % cap
+            if off + size > cap:
+                start += cap - off  # never wraps: start the next lap
+                off = 0
+            if start + size - ring.tail > min(limit, cap):
+                return False
+            dst = ring.data[off:off + nbytes]
+            o = 0
+            for p in parts:
+                n = p.nbytes
+                dst[o:o + n].view(p.dtype).reshape(p.shape)[...] = p
+                o += n
+            msg = _pack((*head, start, nbytes, extra) if head[0] == "frame" else (*head, start, extra[0], nbytes, extra[1]))
+            try:
+                os.write(self._msg_fd, msg)  # all or nothing (at most PIPE_BUF bytes)
+            except BlockingIOError:
+                return False
+            except BrokenPipeError:
+                return False  # died: the reply thread reports it
+            self._head = start + size
+            if self._head - ring.tail > self.peak_pending_bytes:
+                self.peak_pending_bytes = self._head - ring.tail
             return True
 
-    def _release(self, nbytes: int) -> None:
-        with self._pending_lock:
-            self.pending_bytes -= nbytes
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._msg_fd, view):]
+            except BlockingIOError:
+                select.select([], [self._msg_fd], [], 0.1)
+            except BrokenPipeError:
+                raise RecordError(self.root, self._lost_reason or "the recorder's writer process died") from None
+            if self._lost_reason is not None:
+                raise RecordError(self.root, self._lost_reason)
 
-    def _encode(self, rgb: np.ndarray) -> Future:
-        if self._encoder is None:
-            self._encoder = ThreadPoolExecutor(self.encoder_threads, thread_name_prefix="openarm-recorder-jpeg")
-        return self._encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
+    def _send(self, msg: tuple) -> None:
+        with self._send_lock:
+            self._write_all(_pack(msg))
 
-    def _wait(self, item: tuple):
-        fut: Future = item[-1]
-        self._queue.put(item)
+    def _request(self, msg: tuple):
+        """Send ``msg + (request id,)`` and wait for the writer's answer."""
+        fut: Future = Future()
+        with self._send_lock:
+            self._req += 1
+            self._futures[self._req] = fut
+            if self._lost_reason is not None:
+                raise RecordError(self.root, self._lost_reason)
+            self._write_all(_pack((*msg, self._req)))
         return fut.result()
 
-    # ------------------------------------------------------------------ writer thread
-    def _writer(self) -> None:
-        while True:
-            item = self._queue.get()
-            op, ep = item[0], (item[1] if len(item) > 1 else None)
-            try:
-                if op == "stop":
-                    return
-                if op == "open":
-                    ep._w_tmp = begin_episode(self.root, ep.id)
-                elif op == "rows":
-                    self._w_rows(ep, *item[2:5])
-                elif op == "frame":
-                    self._w_frame(ep, *item[2:5])
-                elif op == "commit":
-                    item[3].set_result(self._w_commit(ep, item[2]))
-                elif op == "discard":
-                    self._w_discard(ep, item[2])
-                    if item[3] is not None:
-                        item[3].set_result(None)
-            except BaseException as e:  # noqa: BLE001 - any failure ends the episode, never the thread
-                reason = f"write failed: {e}" if isinstance(e, DatasetError) else \
-                    f"write failed: {type(e).__name__}: {e}"
-                if ep is not None and op != "stop":
-                    if ep.reason is None:
-                        ep.reason = reason
-                    try:
-                        self._w_discard(ep, ep.reason)
-                    except BaseException as e2:  # noqa: BLE001
-                        ep.reason += f"; removing it failed too: {e2}"
-                if op in ("commit", "discard") and item[-1] is not None and not item[-1].done():
-                    if op == "commit":
-                        item[-1].set_exception(RecordError(self.root, f"episode {ep.id}: {reason}"))
-                    else:
-                        item[-1].set_result(None)
-            finally:
-                if op in ("rows", "frame"):
-                    self._release(item[5])
-
-    def _w_rows(self, ep: Episode, st: _Stream, ts: np.ndarray, values: dict) -> None:
-        if ep._w_gone:
-            return
-        key = (st.kind, st.name)
-        w = ep._w_streams.get(key)
-        if w is None:
-            w = ep._w_streams[key] = StreamWriter(ep._w_tmp, st.kind, st.embodiment, st.component, st.attrs)
-            ep._w_rates[st.name] = _RateMeter()
-        w.write(ts, values)
-        ep._w_rates[st.name].add(ts)
-
-    def _w_frame(self, ep: Episode, camera: str, ts: int, payload) -> None:
-        if isinstance(payload, Future):
-            payload = payload.result()
-        if ep._w_gone:
-            return
-        prev = ep._w_prev.get(camera)
-        if prev is not None and prev[0] == payload:
-            run_start = prev[1]
-            stale_ns = ep._stale_ns
-            if stale_ns is not None and ts - run_start > stale_ns:
-                if ep.reason is None:
-                    ep.reason = (f"camera {camera!r} sent identical frames for {(ts - run_start) / 1e9:.3f} s "
-                                 f"(from {run_start} to {ts} ns; limit {self.stale_after_s:g} s)")
-                self._w_discard(ep, ep.reason)
-                return
-        else:
-            run_start = ts
-        ep._w_prev[camera] = (payload, run_start)
-        w = ep._w_frames.get(camera)
-        if w is None:
-            name = layout.check_name(camera, "camera name")
-            path = ep._w_tmp / layout.CAMERAS_DIR / (name + (layout.TAR_SUFFIX if self.camera_format == "tar" else ""))
-            w = ep._w_frames[camera] = FrameWriter(path, self.camera_format)
-            ep._w_rates["cameras/" + camera] = _RateMeter()
-        w.write(ts, payload)
-        if w.format == "dir":  # hashed now, while in memory: the manifest need not read it back
-            stamps, sizes, digests = ep._w_known.setdefault(camera, (array("q"), array("q"), bytearray()))
-            stamps.append(ts)
-            sizes.append(len(payload))
-            digests += hashlib.sha256(payload).digest()  # 48 bytes per frame kept until save
-        ep._w_rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
-
-    def _w_close_files(self, ep: Episode) -> None:
-        for w in [*ep._w_streams.values(), *ep._w_frames.values()]:
-            w.close()
-        ep._w_streams, ep._w_frames = {}, {}
-
-    def _w_discard(self, ep: Episode, reason: str) -> None:
-        if ep._w_gone:
-            return
-        ep._w_gone = True
-        ep._w_prev, ep._w_known = {}, {}
-        try:
-            self._w_close_files(ep)
-        finally:
-            if ep._w_tmp is not None:
-                remove_tree(ep._w_tmp)
-            self.meta.data.setdefault(DISCARDED_KEY, []).append({"id": ep.id, "reason": reason})
-            self.meta.write(self.root)
-
-    def _w_commit(self, ep: Episode, entry: dict) -> EpisodeResult | None:
-        if ep._w_gone:
-            return None
-        rows = {name: w.rows for (_kind, name), w in ep._w_streams.items()}  # stored (dropped blocks excluded)
-        self._w_close_files(ep)
-        measured = _nest({k: m.hz() for k, m in ep._w_rates.items()}, digits=3)
-        entry = dict(entry)
-        if measured:
-            entry["measured_hz"] = measured
-        if ep.dropped:
-            entry["dropped"] = dict(ep.dropped)
-        old = copy.deepcopy(self.meta.data.get("frequencies"))
-        self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
-        try:
-            finish_episode(self.root, self.meta, entry, ep._w_tmp, known=_manifest_entries(ep._w_known))
-        except BaseException:
-            self.meta.data["frequencies"] = old
-            raise
-        ep._w_gone = True
-        return EpisodeResult(ep.id, entry, rows, {c: n for c, n in ep._cam_frames.items()}, dict(ep.dropped))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -714,12 +781,39 @@ def _camera_format_on_disk(root: Path, meta: Metadata) -> str | None:
     return None
 
 
-def _encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
-    from PIL import Image
+_CTX = None
 
-    buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
+
+def _context():
+    """The forkserver context (a clean process with this package preloaded, forked in ~10 ms for
+    every writer, whatever threads or GL contexts the caller has; fork would copy those)."""
+    global _CTX
+    if _CTX is None:
+        _CTX = multiprocessing.get_context("forkserver")
+        _CTX.set_forkserver_preload(["openarm_sim_dataset.record_writer"])
+    return _CTX
+
+
+def _acquire_lock(root: Path) -> _Lock:
+    """The dataset's lock; waits (at most :data:`ORPHAN_WAIT_S`) if the process that holds it is the
+    writer of a recorder that was killed (the pid in the lock file is gone): it exits at once."""
+    deadline = time.monotonic() + ORPHAN_WAIT_S
+    while True:
+        try:
+            return _Lock(root)
+        except RecorderLockError:
+            if time.monotonic() > deadline or _holder_alive(root):
+                raise
+            time.sleep(0.01)
+
+
+def _holder_alive(root: Path) -> bool:
+    try:
+        pid = int(lock_path(root).read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError) as e:
+        return not isinstance(e, ProcessLookupError)
+    return True
 
 
 def _nest(flat: dict[str, float | None], digits: int) -> dict:

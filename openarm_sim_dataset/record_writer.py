@@ -1,0 +1,348 @@
+"""The live recorder's writer process (the disk side of :mod:`.record`).
+
+:class:`.record.Recorder` starts one such process per recorder. The control process only copies a
+sample into a shared-memory ring (:class:`Ring`) and writes a short message (a few dozen bytes: op,
+episode id, where in the ring) into a non-blocking pipe; this process reads the messages in order,
+encodes array frames (a thread pool), writes parquet row groups and frame files, applies the
+identical-frames rule, commits or discards episodes with the protocol of :mod:`.writer`, and
+advances the ring's tail past every item it has finished with. Replies (a commit's result, an
+episode it discarded by itself) go back on a second pipe, read by a thread of the control process.
+
+It holds a duplicate of the recorder's lock (same open file description), so the dataset stays
+locked while it runs even if the control process died; a control process that dies (end of file on
+the message pipe) makes it exit at once **without** touching metadata.yaml: the episode it had open
+stays a temporary folder that the next recorder removes, its id reused (it was never listed).
+
+Message framing: 4-byte little-endian length + pickle, every message at most ``PIPE_BUF`` bytes so
+that a non-blocking write is all or nothing (POSIX), which is what makes the pipe itself the bounded
+queue: a full pipe refuses the message and the sample is counted as dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import mmap
+import os
+import pickle
+import queue
+import struct
+import threading
+from array import array
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from . import layout
+from .atomic import remove_tree
+from .camera import FrameWriter
+from .errors import DatasetError
+from .metadata import Metadata
+from .writer import StreamWriter, begin_episode, finish_episode, remove_uncommitted
+
+#: metadata.yaml key listing discarded episodes (id and reason): their ids are never used again.
+DISCARDED_KEY = "discarded_episodes"
+#: Bytes at the start of the shared memory: int64 tail (bytes released by the writer, monotonic).
+HEADER = 64
+#: Largest message (length prefix included): a pipe write of at most PIPE_BUF bytes is atomic.
+MAX_MESSAGE = 4096
+_LEN = struct.Struct("<I")
+
+
+class Ring:
+    """Bytes waiting for the writer: ``capacity`` bytes of shared memory after a :data:`HEADER`.
+
+    Positions are monotonic byte counts (``pos % capacity`` is the offset). The producer (control
+    process, under its own lock) owns ``head``; the writer stores ``tail`` (everything before it is
+    free) in the header after each item, in order. An item never wraps: one that does not fit before
+    the end starts at the next lap (the skipped bytes count as pending until the tail passes them).
+    """
+
+    def __init__(self, fd: int, capacity: int):
+        self.capacity = capacity
+        self.mm = mmap.mmap(fd, HEADER + capacity)
+        self.hdr = np.frombuffer(self.mm, dtype=np.int64, count=HEADER // 8)
+        self.data = np.frombuffer(self.mm, dtype=np.uint8, offset=HEADER)
+
+    @property
+    def tail(self) -> int:
+        return int(self.hdr[0])
+
+    def view(self, pos: int, nbytes: int) -> np.ndarray:
+        off = pos % self.capacity
+        return self.data[off:off + nbytes]
+
+    def close(self) -> None:
+        self.hdr = self.data = None  # type: ignore[assignment]
+        try:
+            self.mm.close()
+        except BufferError:  # a view still exported (a frame being encoded): freed with the process
+            pass
+
+
+def make_ring_fd(capacity: int) -> int:
+    """An anonymous shared-memory file of the ring's size (memfd: nothing to clean up after a kill)."""
+    fd = os.memfd_create("openarm-recorder-ring", os.MFD_CLOEXEC)
+    os.ftruncate(fd, HEADER + capacity)
+    return fd
+
+
+def pack(msg: tuple) -> bytes:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LEN.pack(len(data)) + data
+
+
+def read_message(f) -> tuple | None:
+    """Next framed message of binary file ``f``; None at end of file."""
+    head = f.read(4)
+    if len(head) < 4:
+        return None
+    (n,) = _LEN.unpack(head)
+    data = f.read(n)
+    if len(data) < n:
+        return None
+    return pickle.loads(data)
+
+
+class _WEpisode:
+    """Writer-side state of one episode."""
+
+    def __init__(self, episode_id: str, stale_ns: int | None):
+        self.id = episode_id
+        self.stale_ns = stale_ns
+        self.reason: str | None = None
+        self.tmp: Path | None = None
+        self.streams: dict[tuple[str, str], StreamWriter] = {}
+        self.frames: dict[str, FrameWriter] = {}
+        self.rates: dict = {}
+        self.prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
+        self.known: dict[str, tuple] = {}  # camera -> (stamps, sizes, sha256 digests) of frames written
+        self.gone = False
+
+
+def writer_main(root: str, camera_format: str, capacity: int, stale_after_s: float | None,
+                encoder_threads: int, jpeg_quality: int, lock_fd, ring_fd, msg_fd, reply_fd) -> None:
+    """Entry point of the writer process (``*_fd``: :class:`multiprocessing.reduction.DupFd` or int)."""
+    fds = [f.detach() if hasattr(f, "detach") else f for f in (lock_fd, ring_fd, msg_fd, reply_fd)]
+    _Writer(Path(root), camera_format, capacity, stale_after_s, encoder_threads, jpeg_quality, *fds).run()
+
+
+class _Writer:
+    def __init__(self, root: Path, camera_format: str, capacity: int, stale_after_s, encoder_threads: int,
+                 jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int, reply_fd: int):
+        self.root = root
+        self.camera_format = camera_format
+        self.stale_after_s = stale_after_s
+        self.jpeg_quality = jpeg_quality
+        self.lock_fd = lock_fd  # kept open: the dataset stays locked while this process lives
+        self.ring = Ring(ring_fd, capacity)
+        os.close(ring_fd)
+        self.msgs = os.fdopen(msg_fd, "rb", buffering=1 << 16)
+        self.reply_fd = reply_fd
+        self.reply_lock = threading.Lock()
+        self.encoder = ThreadPoolExecutor(max(1, encoder_threads), thread_name_prefix="openarm-recorder-jpeg")
+        self.episodes: dict[str, _WEpisode] = {}
+        self.work: queue.SimpleQueue = queue.SimpleQueue()
+        self.meta: Metadata | None = None
+
+    # ------------------------------------------------------------------ plumbing
+    def reply(self, msg: tuple) -> None:
+        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+        with self.reply_lock:
+            _write_all(self.reply_fd, _LEN.pack(len(data)) + data)
+
+    def release(self, pos: int, nbytes: int) -> None:
+        self.ring.hdr[0] = pos + ((nbytes + 7) & ~7)  # items finish in ring order (8-byte aligned)
+
+    def run(self) -> None:
+        try:
+            self.meta = Metadata.load(self.root)
+            removed = remove_uncommitted(self.root, self.meta)
+            self.reply(("ready", copy.deepcopy(self.meta.data), [str(p) for p in removed]))
+        except BaseException as e:  # noqa: BLE001 - reported to the control process, which raises it
+            self.reply(("ready", None, f"{type(e).__name__}: {e}"))
+            return
+        writer = threading.Thread(target=self.write_loop, name="openarm-recorder-disk", daemon=True)
+        writer.start()
+        while True:
+            try:
+                msg = read_message(self.msgs)
+            except Exception:  # noqa: BLE001 - a torn message: the control process died mid-write
+                msg = None
+            if msg is None:  # the control process is gone: leave the open episode for the next recorder
+                os._exit(0)
+            op = msg[0]
+            if op == "frame" and msg[6] is not None:  # an RGB array: encoded in the pool, written in order
+                _, _, camera, ts, pos, nbytes, shape = msg
+                rgb = self.ring.view(pos, nbytes).reshape(shape)
+                fut = self.encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
+                self.work.put((*msg[:6], fut))
+            else:
+                self.work.put(msg)
+            if op == "stop":
+                writer.join()
+                self.encoder.shutdown()
+                os._exit(0)
+
+    # ------------------------------------------------------------------ disk thread
+    def write_loop(self) -> None:
+        while True:
+            item = self.work.get()
+            op = item[0]
+            if op == "stop":
+                return
+            ep = self.episodes.get(item[1])
+            try:
+                if op == "open":
+                    ep = self.episodes[item[1]] = _WEpisode(item[1], item[2])
+                    ep.tmp = begin_episode(self.root, ep.id)
+                elif op == "rows":
+                    self.rows(ep, item)
+                elif op == "frame":
+                    self.frame(ep, item)
+                elif op == "commit":
+                    res = self.commit(ep, item[2])
+                    self.episodes.pop(item[1], None)
+                    self.reply(("done", item[3], res, None, copy.deepcopy(self.meta.data)))
+                elif op == "discard":
+                    self.discard(ep, item[1], item[2])
+                    self.episodes.pop(item[1], None)
+                    if item[3] is not None:
+                        self.reply(("done", item[3], None, None, copy.deepcopy(self.meta.data)))
+            except BaseException as e:  # noqa: BLE001 - any failure ends the episode, never the process
+                reason = f"write failed: {e}" if isinstance(e, DatasetError) else f"write failed: {type(e).__name__}: {e}"
+                if ep is not None and ep.reason is None:
+                    ep.reason = reason
+                if ep is not None:
+                    try:
+                        self.discard(ep, ep.id, ep.reason)
+                    except BaseException as e2:  # noqa: BLE001
+                        ep.reason += f"; removing it failed too: {e2}"
+                if op in ("commit", "discard") and item[3] is not None:
+                    self.reply(("done", item[3], None, reason if op == "commit" else None,
+                                copy.deepcopy(self.meta.data)))
+                elif ep is not None:
+                    self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
+            finally:
+                if op in ("rows", "frame"):
+                    self.release(item[-3] if op == "frame" else item[7], item[-2] if op == "frame" else item[9])
+
+    def rows(self, ep: _WEpisode | None, item: tuple) -> None:
+        _, _, kind, embodiment, component, name, attrs, pos, n, nbytes, width = item
+        if ep is None or ep.gone:
+            return
+        buf = self.ring.view(pos, nbytes)
+        ts = buf[:8 * n].view(np.int64)
+        values = {}
+        off = 8 * n
+        for a in attrs:
+            values[a] = buf[off:off + 4 * n * width].view(np.float32).reshape(n, width)
+            off += 4 * n * width
+        key = (kind, name)
+        w = ep.streams.get(key)
+        if w is None:
+            from .record import _RateMeter
+
+            w = ep.streams[key] = StreamWriter(ep.tmp, kind, embodiment, component, attrs)
+            ep.rates[name] = _RateMeter()
+        w.write(ts, values)
+        ep.rates[name].add(ts.copy())
+
+    def frame(self, ep: _WEpisode | None, item: tuple) -> None:
+        _, _, camera, ts, pos, nbytes, payload = item
+        if isinstance(payload, Future):
+            payload = payload.result()
+        else:
+            payload = self.ring.view(pos, nbytes).tobytes()
+        if ep is None or ep.gone:
+            return
+        prev = ep.prev.get(camera)
+        if prev is not None and prev[0] == payload:
+            run_start = prev[1]
+            if ep.stale_ns is not None and ts - run_start > ep.stale_ns:
+                if ep.reason is None:
+                    ep.reason = (f"camera {camera!r} sent identical frames for {(ts - run_start) / 1e9:.3f} s "
+                                 f"(from {run_start} to {ts} ns; limit {self.stale_after_s:g} s)")
+                self.discard(ep, ep.id, ep.reason)
+                self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
+                return
+        else:
+            run_start = ts
+        ep.prev[camera] = (payload, run_start)
+        w = ep.frames.get(camera)
+        if w is None:
+            from .record import _RateMeter
+
+            name = layout.check_name(camera, "camera name")
+            path = ep.tmp / layout.CAMERAS_DIR / (name + (layout.TAR_SUFFIX if self.camera_format == "tar" else ""))
+            w = ep.frames[camera] = FrameWriter(path, self.camera_format)
+            ep.rates["cameras/" + camera] = _RateMeter()
+        w.write(ts, payload)
+        if w.format == "dir":  # hashed now, while in memory: the manifest need not read it back
+            stamps, sizes, digests = ep.known.setdefault(camera, (array("q"), array("q"), bytearray()))
+            stamps.append(ts)
+            sizes.append(len(payload))
+            digests += hashlib.sha256(payload).digest()
+        ep.rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
+
+    def close_files(self, ep: _WEpisode) -> None:
+        for w in [*ep.streams.values(), *ep.frames.values()]:
+            w.close()
+        ep.streams, ep.frames = {}, {}
+
+    def discard(self, ep: _WEpisode | None, episode_id: str, reason: str) -> None:
+        """Remove the episode's files and record its id under ``discarded_episodes:`` (also for an
+        episode this process never saw: one a killed writer left, removed on start)."""
+        if ep is not None:
+            if ep.gone:
+                return
+            ep.gone = True
+            ep.prev, ep.known = {}, {}
+        if episode_id in self.meta.episode_ids or \
+                any(str(d.get("id")) == episode_id for d in self.meta.data.get(DISCARDED_KEY) or []):
+            return  # listed (its commit completed before a crash) or recorded already
+        try:
+            if ep is not None:
+                self.close_files(ep)
+        finally:
+            if ep is not None and ep.tmp is not None:
+                remove_tree(ep.tmp)
+            self.meta.data.setdefault(DISCARDED_KEY, []).append({"id": episode_id, "reason": reason})
+            self.meta.write(self.root)
+
+    def commit(self, ep: _WEpisode | None, entry: dict) -> tuple | None:
+        from .record import _dataset_frequencies, _manifest_entries, _nest
+
+        if ep is None or ep.gone:
+            return None
+        rows = {name: w.rows for (_kind, name), w in ep.streams.items()}  # stored (dropped blocks excluded)
+        self.close_files(ep)
+        measured = _nest({k: m.hz() for k, m in ep.rates.items()}, digits=3)
+        entry = dict(entry)
+        if measured:
+            entry["measured_hz"] = measured
+        old = copy.deepcopy(self.meta.data.get("frequencies"))
+        self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
+        try:
+            finish_episode(self.root, self.meta, entry, ep.tmp, known=_manifest_entries(ep.known))
+        except BaseException:
+            self.meta.data["frequencies"] = old
+            raise
+        ep.gone = True
+        return entry, rows
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
