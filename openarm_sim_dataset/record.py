@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import copy
 import fcntl
-import multiprocessing
 import os
 import select
 import threading
@@ -445,7 +444,7 @@ class Recorder:
     def __init__(self, out: str | os.PathLike, metadata: Mapping | str | os.PathLike | None = None, *,
                  camera_format: str = "dir", stale_after_s: float | None = 1.0,
                  max_pending_bytes: int = 256 << 20, rows_per_group: int = 1000, encoder_threads: int = 2,
-                 jpeg_quality: int = 90):
+                 jpeg_quality: int = 90, pipe_bytes: int = 1 << 20):
         if camera_format not in CAMERA_FORMATS:
             raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
         if rows_per_group < 1 or max_pending_bytes < 1:
@@ -457,6 +456,7 @@ class Recorder:
         self.rows_per_group = int(rows_per_group)
         self.encoder_threads = max(1, int(encoder_threads))
         self.jpeg_quality = int(jpeg_quality)
+        self.pipe_bytes = int(pipe_bytes)
         self.peak_pending_bytes = 0
         self.dropped_total = 0
         self.removed: list[Path] = []  # leftovers of a killed recorder removed on open
@@ -570,8 +570,6 @@ class Recorder:
     def _start_writer(self) -> None:
         """Start a writer process (also after one died): it reloads metadata.yaml, removes what is not
         listed, and replies with the metadata it found."""
-        from multiprocessing.reduction import DupFd
-
         from . import record_writer as rw
 
         capacity = 2 * self.max_pending_bytes
@@ -580,16 +578,19 @@ class Recorder:
         rep_r, rep_w = os.pipe()
         try:
             try:
-                fcntl.fcntl(msg_w, F_SETPIPE_SZ, 1 << 20)  # room for ~10k messages before drops
+                fcntl.fcntl(msg_w, F_SETPIPE_SZ, self.pipe_bytes)  # 1 MiB: ~10k messages before drops
             except OSError:
                 pass
             os.set_blocking(msg_w, False)
-            ctx = _context()
+            zyg = rw.zygote()
             args = (str(self.root), self.camera_format, capacity, self.stale_after_s, self.encoder_threads,
-                    self.jpeg_quality, DupFd(self._lock.fd), DupFd(ring_fd), DupFd(msg_r), DupFd(rep_w))
-            proc = ctx.Process(target=rw.writer_main, args=args, name="openarm-recorder-writer", daemon=True)
-            proc.start()
+                    self.jpeg_quality)
+            proc = _Writer(zyg, zyg.fork_writer(args, [self._lock.fd, ring_fd, msg_r, rep_w]))
             self._ring = rw.Ring(ring_fd, capacity)
+        except BaseException:
+            os.close(msg_w)
+            os.close(rep_r)
+            raise
         finally:
             os.close(ring_fd)
             os.close(msg_r)
@@ -600,7 +601,7 @@ class Recorder:
         self._req = 0
         ready = rw.read_message(self._replies)
         if ready is None or ready[1] is None:
-            proc.join(5)
+            proc.join()
             why = ready[2] if ready is not None else f"exit code {proc.exitcode}"
             self._proc = None
             raise RecordError(self.root, f"the recorder's writer process failed to start ({why})")
@@ -666,15 +667,11 @@ class Recorder:
         if proc is None:
             return
         try:
-            if proc.is_alive():
+            if self._lost_reason is None:
                 with self._send_lock:
                     self._write_all(_pack(("stop",)))
         except RecordError:
             pass
-        proc.join(30)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
         if getattr(self, "_reader", None) is not None:
             self._reader.join(5)
         os.close(self._msg_fd)
@@ -781,17 +778,19 @@ def _camera_format_on_disk(root: Path, meta: Metadata) -> str | None:
     return None
 
 
-_CTX = None
+class _Writer:
+    """A writer process forked by the zygote: its pid and, once it ended, its exit status."""
 
+    def __init__(self, zyg, pid: int):
+        self.zygote, self.pid = zyg, pid
+        self.exitcode: int | None = None
 
-def _context():
-    """The forkserver context (a clean process with this package preloaded, forked in ~10 ms for
-    every writer, whatever threads or GL contexts the caller has; fork would copy those)."""
-    global _CTX
-    if _CTX is None:
-        _CTX = multiprocessing.get_context("forkserver")
-        _CTX.set_forkserver_preload(["openarm_sim_dataset.record_writer"])
-    return _CTX
+    def join(self) -> None:
+        if self.exitcode is None:
+            try:
+                self.exitcode = self.zygote.wait(self.pid)
+            except OSError:
+                self.exitcode = -1
 
 
 def _acquire_lock(root: Path) -> _Lock:
