@@ -405,9 +405,11 @@ class Episode:
         return EpisodeResult(self.id, entry, rows, dict(self._cam_frames), dict(self.dropped),
                              seconds=time.perf_counter() - t0)
 
-    def discard(self, reason: str = "discarded by the caller") -> None:
+    def discard(self, reason: str = "discarded by the caller", keep_id: bool = True) -> None:
         """Drop the episode: its files are removed, its id stays used (a gap in the ids), and
-        ``reason`` is recorded under ``discarded_episodes:`` in metadata.yaml. Blocks until done."""
+        ``reason`` is recorded under ``discarded_episodes:`` in metadata.yaml. With
+        ``keep_id=False`` (a dataflow's ``cancel``: the UI numbers the next attempt the same) nothing
+        is recorded and the id is free again. Blocks until done."""
         if self._finished:
             if self.reason is None:
                 raise RecordError(None, f"episode {self.id} is already saved")
@@ -415,8 +417,11 @@ class Episode:
         self._finished = True
         if self.reason is None:
             self.reason = reason
+        rec = self.recorder
+        if not keep_id and rec._next_id == int(self.id) + 1:
+            rec._next_id = int(self.id)
         try:
-            self.recorder._request(("discard", self.id, self.reason))
+            self.recorder._request(("discard", self.id, self.reason if keep_id else None))
         except RecordError:
             if self.recorder._lost_reason is None:
                 raise  # the writer died: the episode is gone anyway
@@ -443,7 +448,7 @@ class Recorder:
 
     def __init__(self, out: str | os.PathLike, metadata: Mapping | str | os.PathLike | None = None, *,
                  camera_format: str = "dir", stale_after_s: float | None = 1.0,
-                 max_pending_bytes: int = 256 << 20, rows_per_group: int = 1000, encoder_threads: int = 2,
+                 max_pending_bytes: int = 64 << 20, rows_per_group: int = 1000, encoder_threads: int = 2,
                  jpeg_quality: int = 90, pipe_bytes: int = 1 << 20):
         if camera_format not in CAMERA_FORMATS:
             raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
@@ -504,7 +509,7 @@ class Recorder:
                 raise RecordError(meta_path, f"its episodes store cameras as {stored!r}, not {self.camera_format!r} "
                                              f"(one format per dataset: pass camera_format={stored!r})")
             if given is not None:
-                if given.get("equipment") != meta.data.get("equipment"):
+                if _fixed_equipment(given.get("equipment")) != _fixed_equipment(meta.data.get("equipment")):
                     raise RecordError(meta_path, "equipment differs from the metadata given to the recorder "
                                                  "(cameras and embodiments of a dataset are fixed)")
                 prompts = {t.get("prompt") for t in meta.tasks}
@@ -532,20 +537,38 @@ class Recorder:
         return meta
 
     # ------------------------------------------------------------------ episodes
-    def start_episode(self, task_index: int = 0) -> Episode:
-        """Begin the next episode (id: one more than any listed or discarded id)."""
+    def start_episode(self, task_index: int = 0, episode_id: int | None = None) -> Episode:
+        """Begin an episode: ``episode_id`` (a non-negative integer no listed or discarded episode
+        has; a dataflow's UI numbers its episodes) or, by default, one more than any id used."""
         if self._closed:
             raise RecordError(self.root, "the recorder is closed")
         if self._episode is not None and not self._episode._finished:
             raise RecordError(self.root, f"episode {self._episode.id} is still open: save() or discard() it first")
         if not isinstance(task_index, (int, np.integer)) or not 0 <= task_index < len(self.meta.tasks):
             raise ValueError(f"task_index {task_index!r} out of range (the dataset has {len(self.meta.tasks)} tasks)")
+        if episode_id is not None:
+            if not isinstance(episode_id, (int, np.integer)) or isinstance(episode_id, bool) or episode_id < 0:
+                raise ValueError(f"episode id {episode_id!r}: must be a non-negative integer")
+            if str(int(episode_id)) in self._used_ids():
+                raise RecordError(self.root, f"episode {int(episode_id)} exists already (listed or discarded); "
+                                             f"the next free id is {self._next_id}")
         self._restart_if_dead()
-        ep = Episode(self, str(self._next_id), int(task_index))
-        self._next_id += 1
+        ep = Episode(self, str(self._next_id if episode_id is None else int(episode_id)), int(task_index))
+        self._next_id = max(self._next_id, int(ep.id) + 1)
         self._episode = ep
         self._send(("open", ep.id, ep._stale_ns))
         return ep
+
+    def _used_ids(self) -> set[str]:
+        return {*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or [])}
+
+    def set_metadata(self, keys: tuple[str, ...], value) -> None:
+        """Set ``metadata.yaml``'s entry at ``keys`` (e.g. ``("equipment", "leader", "ker")``) and
+        write it (atomically, by the writer process). Not for ``episodes``/``version``."""
+        if not keys or keys[0] in ("episodes", "version", DISCARDED_KEY):
+            raise ValueError(f"set_metadata: {keys!r} is managed by the recorder")
+        self._restart_if_dead()
+        self._request(("set", None, tuple(keys), copy.deepcopy(value)))
 
     def close(self) -> None:
         """Discard an episode still open (reason ``recorder closed``), stop the writer, release the lock."""
@@ -757,6 +780,12 @@ def _given_metadata(metadata) -> dict | None:
     if not isinstance(doc, dict):
         raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
     return doc
+
+
+def _fixed_equipment(equipment) -> dict:
+    """The part of ``equipment`` a dataset keeps fixed: all but ``leader`` (a teleop leader's firmware
+    versions, filled in while recording)."""
+    return {k: v for k, v in (equipment or {}).items() if k != "leader"} if isinstance(equipment, Mapping) else equipment
 
 
 def _manifest_entries(known: dict[str, tuple]) -> dict[str, tuple[str, int]]:

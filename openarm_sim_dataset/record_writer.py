@@ -62,7 +62,10 @@ class Ring:
 
     def __init__(self, fd: int, capacity: int):
         self.capacity = capacity
-        self.mm = mmap.mmap(fd, HEADER + capacity)
+        # populated at once: a first touch of a shared-memory page costs ~5 us (allocation, zeroing),
+        # i.e. ~150 us for a 640x480 JPEG in add_frame; mapped in advance it is a plain copy
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        self.mm = mmap.mmap(fd, HEADER + capacity, flags=flags)
         self.hdr = np.frombuffer(self.mm, dtype=np.int64, count=HEADER // 8)
         self.data = np.frombuffer(self.mm, dtype=np.uint8, offset=HEADER)
 
@@ -126,8 +129,28 @@ def writer_main(root: str, camera_format: str, capacity: int, stale_after_s: flo
                 encoder_threads: int, jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int,
                 reply_fd: int) -> None:
     """Body of the writer process."""
+    _yield_to_the_caller()
     _Writer(Path(root), camera_format, capacity, stale_after_s, encoder_threads, jpeg_quality,
             lock_fd, ring_fd, msg_fd, reply_fd).run()
+
+
+def _yield_to_the_caller() -> None:
+    """The writer is woken by every message of the control loop; at the same priority the kernel
+    would often run it at once, preempting the loop that just woke it (the tail of ``add_frame``
+    latency on a busy machine). SCHED_BATCH (no wake-up preemption) and nice :data:`WRITER_NICE`
+    leave the CPU to the loop; the writer catches up in the loop's sleeps (the ring absorbs it)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.nice(int(os.environ.get("OPENARM_RECORDER_WRITER_NICE", WRITER_NICE)))
+    except (OSError, ValueError):
+        pass
+
+
+#: niceness added to the writer process (OPENARM_RECORDER_WRITER_NICE overrides)
+WRITER_NICE = 5
 
 
 # ------------------------------------------------------------------------------ zygote
@@ -325,6 +348,15 @@ class _Writer:
                     res = self.commit(ep, item[2])
                     self.episodes.pop(item[1], None)
                     self.reply(("done", item[3], res, None, copy.deepcopy(self.meta.data)))
+                elif op == "set":
+                    d = self.meta.data
+                    for k in item[2][:-1]:
+                        if not isinstance(d.get(k), dict):
+                            d[k] = {}
+                        d = d[k]
+                    d[item[2][-1]] = item[3]
+                    self.meta.write(self.root)
+                    self.reply(("done", item[4], None, None, copy.deepcopy(self.meta.data)))
                 elif op == "discard":
                     self.discard(ep, item[1], item[2])
                     self.episodes.pop(item[1], None)
@@ -339,8 +371,8 @@ class _Writer:
                         self.discard(ep, ep.id, ep.reason)
                     except BaseException as e2:  # noqa: BLE001
                         ep.reason += f"; removing it failed too: {e2}"
-                if op in ("commit", "discard") and item[3] is not None:
-                    self.reply(("done", item[3], None, reason if op == "commit" else None,
+                if op in ("commit", "discard", "set") and item[-1] is not None:
+                    self.reply(("done", item[-1], None, reason if op != "discard" else None,
                                 copy.deepcopy(self.meta.data)))
                 elif ep is not None:
                     self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
@@ -419,15 +451,17 @@ class _Writer:
                 return
             ep.gone = True
             ep.prev, ep.known = {}, {}
-        if episode_id in self.meta.episode_ids or \
-                any(str(d.get("id")) == episode_id for d in self.meta.data.get(DISCARDED_KEY) or []):
-            return  # listed (its commit completed before a crash) or recorded already
         try:
             if ep is not None:
                 self.close_files(ep)
         finally:
             if ep is not None and ep.tmp is not None:
                 remove_tree(ep.tmp)
+            if reason is None:  # cancelled: the id is free again, nothing recorded
+                return
+            if episode_id in self.meta.episode_ids or \
+                    any(str(d.get("id")) == episode_id for d in self.meta.data.get(DISCARDED_KEY) or []):
+                return  # listed (its commit completed before a crash) or recorded already
             self.meta.data.setdefault(DISCARDED_KEY, []).append({"id": episode_id, "reason": reason})
             self.meta.write(self.root)
 
