@@ -25,8 +25,8 @@ if [ -n "$_env_pkgs" ]; then
     return 1 2>/dev/null || exit 1
   fi
 fi
-# (find_spec: checks the test extra, viz, rerun, ray and torch included, without paying their import time)
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch')))" 2>/dev/null; then
+# (find_spec: checks the test extra, viz, rerun, ray, torch and dora included, without paying their import time)
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch', 'dora')))" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[test]'
