@@ -59,6 +59,7 @@ import copy
 import fcntl
 import os
 import select
+import signal
 import threading
 import time
 import warnings
@@ -612,12 +613,15 @@ class Recorder:
             self._ring = rw.Ring(ring_fd, capacity)
         except BaseException:
             os.close(msg_w)
+            os.close(msg_r)
             os.close(rep_r)
             raise
         finally:
             os.close(ring_fd)
-            os.close(msg_r)
             os.close(rep_w)
+        # the read end stays open here too: a write to a dead writer's pipe then fills it (EAGAIN, a
+        # counted drop) instead of raising SIGPIPE, whatever the caller's SIGPIPE disposition
+        self._msg_keep = msg_r
         self._proc, self._msg_fd, self._head = proc, msg_w, 0
         self._replies = os.fdopen(rep_r, "rb")
         self._futures: dict[int, Future] = {}
@@ -695,9 +699,17 @@ class Recorder:
                     self._write_all(_pack(("stop",)))
         except RecordError:
             pass
-        if getattr(self, "_reader", None) is not None:
-            self._reader.join(5)
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join(60)  # the writer exits once it has done what was queued
+            if reader.is_alive():  # stuck (stopped, disk hung): it must not write after the lock is released
+                try:
+                    os.kill(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                reader.join()
         os.close(self._msg_fd)
+        os.close(self._msg_keep)
         self._ring.close()
         self._ring = None
         self._proc = None

@@ -60,7 +60,7 @@ def dataflow(out: Path, python: str = sys.executable, reference: bool = False, s
 def drops(log: str) -> dict[str, int]:
     """Inputs dora dropped per node, from the dataflow's log (its counters are cumulative per input)."""
     out: dict[tuple[str, str], int] = {}
-    for m in re.finditer(r"\n[0-9:]+ stdout (\w+): (\{.*?\"drops\":(\d+)\})", log):
+    for m in re.finditer(r"^[0-9:]+ stdout (\w+): (\{.*\"drops\".*\})\s*$", log, re.M):
         try:
             fields = json.loads(m.group(2))["fields"]
         except (ValueError, KeyError):
