@@ -166,11 +166,16 @@ class Camera:
     def __init__(self, name: str, path: str | os.PathLike):
         """``path`` is the folder form (``.../cameras/head``); a sibling ``head.tar`` is used if the folder is absent."""
         self.name = name
-        folder = Path(path)
-        tar = folder.with_name(folder.name + layout.TAR_SUFFIX)
         self._fd: int | None = None
         self._lock = threading.Lock()
-        if folder.is_dir():
+        self._open(Path(path))
+
+    def _open(self, folder: Path, tar: Path | None = None) -> None:
+        """Index the folder ``folder`` or, if it is absent (or ``tar`` is given), the archive."""
+        name = self.name
+        explicit = tar is not None
+        tar = tar if explicit else folder.with_name(folder.name + layout.TAR_SUFFIX)
+        if not explicit and folder.is_dir():
             self.format = "dir"
             self.path = folder
             self._names, self.timestamps = self._index_dir(folder)
@@ -211,8 +216,23 @@ class Camera:
 
     @property
     def tar_path(self) -> Path | None:
-        """The tar archive of a tar camera, else None."""
+        """The tar archive of a tar camera, else None. Assignable as in openarm_dataset: a path makes
+        the camera read that archive, None the folder form (:attr:`base_path`)."""
         return self.path if self.format == "tar" else None
+
+    @tar_path.setter
+    def tar_path(self, value: str | os.PathLike | None) -> None:
+        base = self.base_path
+        self.close()
+        if value is None:
+            if not base.is_dir():
+                raise CameraError(base, f"camera {self.name!r}: no folder to read instead of its archive")
+            self._open(base)
+        else:
+            tar = Path(value)
+            if not tar.is_file():
+                raise CameraError(tar, f"camera {self.name!r}: no such tar archive")
+            self._open(base, tar)
 
     def load_timestamps(self) -> list[float]:
         """Frame timestamps as a list of float Unix seconds, as openarm_dataset returns them;

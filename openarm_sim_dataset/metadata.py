@@ -63,6 +63,7 @@ class Embodiment:
     name: str
     id: str
     components: tuple[str, ...]  # ("right", "left") for arms, () for the lifter
+    version: str | None = None  # its ``version:`` (openarm_dataset's Embodiment.version)
 
     @property
     def joints(self) -> tuple[str, ...]:
@@ -275,7 +276,8 @@ class Metadata:
         out = []
         for name, emb in self.data["equipment"]["embodiments"].items():
             comps = layout.ARM_SIDES if emb["id"] == layout.EMBODIMENT_OPENARM else ()
-            out.append(Embodiment(name, emb["id"], comps))
+            version = emb.get("version")
+            out.append(Embodiment(name, emb["id"], comps, None if version is None else str(version)))
         return out
 
     @property

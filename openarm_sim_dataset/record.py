@@ -24,13 +24,23 @@ but its id stays used — a gap, as the reference recorder leaves — and is rec
 under ``discarded_episodes:`` in ``metadata.yaml`` (a key readers ignore), so that a later process
 does not reuse it either.
 
-**Threads.** ``add_*`` only copy the values into preallocated per-stream blocks (a full block goes
-to the writer thread) or hand a frame over; the writer thread does every disk write, and JPEG
-encoding of array frames runs in ``encoder_threads`` threads. What waits for the writer is bounded
-in bytes (``max_pending_bytes``): a frame that does not fit is **dropped**, and a block of state
-rows is dropped only above twice the bound (rows are ~100 kB/s, frames MB/s). Every drop is
+**A writer process.** ``add_*`` only copy: rows into preallocated per-stream blocks (a full block
+of ``rows_per_group`` rows is copied into shared memory), frames (JPEG bytes, or an RGB array) into
+a shared-memory ring; a message of a few dozen bytes per block or frame tells the recorder's writer
+process (:mod:`.record_writer`) where they are. That process does every disk write and the JPEG
+encoding of array frames, so the control loop shares neither the GIL nor the allocator with the
+disk. What waits for the writer is bounded in bytes (``max_pending_bytes``; the ring holds twice
+that) and in messages (the pipe's capacity): a frame that does not fit is **dropped**, and a block of
+state rows is dropped only above twice the bound (rows are ~100 kB/s, frames MB/s). Every drop is
 counted per stream (:attr:`Episode.dropped`, ``dropped:`` in the episode's metadata entry) and
 warned about once per episode; ``add_*`` return False for a sample not stored.
+
+**A killed writer** (SIGKILL, out of memory) never takes the caller down: the open episode is
+discarded (its id recorded under ``discarded_episodes:`` with the reason), the next ``add_*`` call
+returns False with a warning naming the exit status, :meth:`Episode.save` raises
+:class:`EpisodeDiscarded` with it, and the next :meth:`Recorder.start_episode` starts a new writer.
+A killed *caller* makes the writer exit at once without listing anything (the writer holds the
+dataset's lock until then; a recorder opened meanwhile waits for it, at most 5 s).
 
 **Stale cameras.** A declared camera that sends no frame, or only byte-identical frames, for longer
 than ``stale_after_s`` (default 1 s, measured on the samples' own timestamps) discards the episode;
@@ -46,31 +56,30 @@ gave.
 from __future__ import annotations
 
 import copy
-import hashlib
-import io
+import fcntl
 import os
-import queue
+import select
+import signal
 import threading
 import time
 import warnings
-from array import array
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import layout
-from .atomic import remove_tree
-from .camera import FrameWriter
 from .errors import DatasetError, MetadataError
-from .lock import OutputLock
+from .lock import OutputLock, lock_path
 from .metadata import Metadata, load_yaml_document
-from .writer import CAMERA_FORMATS, StreamWriter, begin_episode, finish_episode, remove_uncommitted
+from .record_writer import DISCARDED_KEY, pack as _pack
+from .writer import CAMERA_FORMATS
 
-#: metadata.yaml key listing discarded episodes (id and reason): their ids are never used again.
-DISCARDED_KEY = "discarded_episodes"
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+#: How long a new recorder waits for the writer process of a killed recorder to exit (its lock).
+ORPHAN_WAIT_S = 5.0
 
 
 class RecordError(DatasetError):
@@ -186,14 +195,6 @@ class Episode:
         self._deadline = 1 << 63  # earliest stamp at which some camera could be stale
         self._finished = False
         self._warned: set[str] = set()
-        # writer-thread state (touched only by the writer thread)
-        self._w_tmp: Path | None = None
-        self._w_streams: dict[tuple[str, str], StreamWriter] = {}
-        self._w_frames: dict[str, FrameWriter] = {}
-        self._w_rates: dict[str, _RateMeter] = {}
-        self._w_prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
-        self._w_known: dict[str, tuple] = {}  # camera -> (stamps, sizes, sha256 digests) of frames written
-        self._w_gone = False  # files removed (discarded)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -220,7 +221,7 @@ class Episode:
 
     def _add(self, kind: str, component: str, ts, values: dict) -> bool:
         if self._finished or self.reason is not None:
-            return False
+            return self._refused()
         st = self._streams.get((kind, component))
         if st is None:
             st = self._new_stream(kind, component)
@@ -256,7 +257,7 @@ class Episode:
         uint8 RGB array (copied here, JPEG-encoded in the recorder's encoder threads at
         ``jpeg_quality``). Returns False if it was not stored (discarded episode, or dropped)."""
         if self._finished or self.reason is not None:
-            return False
+            return self._refused()
         last = self._cam_last.get(camera)
         if last is None:
             raise ValueError(f"camera {camera!r} is not declared in equipment.perceptions.cameras "
@@ -264,25 +265,22 @@ class Episode:
         ts = _as_ns(timestamp_ns, f"camera {camera}")
         if ts <= last:
             raise ValueError(f"camera {camera}: timestamp {ts} is not after the previous one ({last})")
-        rec = self.recorder
         if isinstance(image, (bytes, bytearray, memoryview)):
-            payload, nbytes = bytes(image), len(image)
+            arr = np.frombuffer(image, dtype=np.uint8)
+            shape = None
         else:
             arr = np.asarray(image)
             if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
                 raise ValueError(f"camera {camera}: expected JPEG bytes or an HxWx3 uint8 array, "
                                  f"got {arr.dtype} {arr.shape}")
-            nbytes = arr.nbytes
-            payload = None
+            shape = arr.shape
         self._cam_last[camera] = ts
         if ts > self._cams[camera]:
             self._cams[camera] = ts  # a dropped frame still shows the camera is alive
-        stored = rec._reserve(nbytes, rec.max_pending_bytes)
+        # copied into the ring here (the caller may reuse its buffer); encoded by the writer process
+        stored = self.recorder._put(("frame", self.id, camera, ts), (arr,), self.recorder.max_pending_bytes, shape)
         if stored:
-            if payload is None:
-                payload = rec._encode(np.array(arr, copy=True))  # the caller may reuse its buffer
             self._cam_frames[camera] += 1
-            rec._queue.put(("frame", self, camera, ts, payload, nbytes))
         else:
             self._drop(f"cameras/{camera}")
         if ts > self._now:
@@ -320,13 +318,19 @@ class Episode:
         if blk is None or blk.n == 0:
             return
         n = blk.n
-        values = {k: v[:n] for k, v in blk.values.items()}
-        nbytes = blk.ts[:n].nbytes + sum(v.nbytes for v in values.values())
         rec = self.recorder
-        if not rec._reserve(nbytes, 2 * rec.max_pending_bytes):
+        head = ("rows", self.id, st.kind, st.embodiment, st.component, st.name, st.attrs)
+        parts = (blk.ts[:n], *(blk.values[a][:n] for a in st.attrs))
+        if not rec._put(head, parts, 2 * rec.max_pending_bytes, (n, st.width)):
             self._drop(st.name, n)
-            return
-        rec._queue.put(("rows", self, st, blk.ts[:n], values, nbytes))
+
+    def _refused(self) -> bool:
+        """False (sample not stored); the first refusal after the writer process died warns."""
+        lost = self.recorder._lost_reason
+        if lost is not None and "writer" not in self._warned:
+            self._warned.add("writer")
+            warnings.warn(f"episode {self.id}: {self.reason}", RuntimeWarning, stacklevel=4)
+        return False
 
     def _drop(self, name: str, n: int = 1) -> None:
         self.dropped[name] = self.dropped.get(name, 0) + n
@@ -358,7 +362,10 @@ class Episode:
     def _discard_async(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
-            self.recorder._queue.put(("discard", self, reason, None))
+            try:
+                self.recorder._send(("discard", self.id, reason, None))
+            except RecordError:
+                pass  # the writer died: the episode is gone anyway (reported at the next call)
 
     # ------------------------------------------------------------------ ending
     def save(self, success: bool = True, **extra) -> EpisodeResult:
@@ -374,22 +381,36 @@ class Episode:
             self._deadline = -(1 << 63)
             self._tick(self._now)  # a camera silent at the end counts too
         self._finished = True
+        rec = self.recorder
         if self.reason is not None:
-            self.recorder._wait(("discard", self, self.reason, Future()))
+            try:
+                rec._request(("discard", self.id, self.reason))
+            except RecordError:
+                pass  # the writer died: nothing left to remove in this process
             raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
         for st in self._streams.values():
             self._hand_over(st)
         entry = {"id": self.id, "success": bool(success), "task_index": int(self.task_index), **extra}
-        result = self.recorder._wait(("commit", self, entry, Future()))
-        if result is None:  # discarded by the writer meanwhile (identical frames, write failure)
+        if self.dropped:
+            entry["dropped"] = dict(self.dropped)
+        try:
+            done = rec._request(("commit", self.id, entry))
+        except RecordError:
+            if self.reason is not None:  # the writer died meanwhile
+                raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}") from None
+            raise
+        if done is None:  # discarded by the writer meanwhile (identical frames, write failure)
             raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
+        entry, rows = done
         self.saved = True
-        result.seconds = time.perf_counter() - t0
-        return result
+        return EpisodeResult(self.id, entry, rows, dict(self._cam_frames), dict(self.dropped),
+                             seconds=time.perf_counter() - t0)
 
-    def discard(self, reason: str = "discarded by the caller") -> None:
+    def discard(self, reason: str = "discarded by the caller", keep_id: bool = True) -> None:
         """Drop the episode: its files are removed, its id stays used (a gap in the ids), and
-        ``reason`` is recorded under ``discarded_episodes:`` in metadata.yaml. Blocks until done."""
+        ``reason`` is recorded under ``discarded_episodes:`` in metadata.yaml. With
+        ``keep_id=False`` (a dataflow's ``cancel``: the UI numbers the next attempt the same) nothing
+        is recorded and the id is free again. Blocks until done."""
         if self._finished:
             if self.reason is None:
                 raise RecordError(None, f"episode {self.id} is already saved")
@@ -397,7 +418,14 @@ class Episode:
         self._finished = True
         if self.reason is None:
             self.reason = reason
-        self.recorder._wait(("discard", self, self.reason, Future()))
+        rec = self.recorder
+        if not keep_id and rec._next_id == int(self.id) + 1:
+            rec._next_id = int(self.id)
+        try:
+            self.recorder._request(("discard", self.id, self.reason if keep_id else None))
+        except RecordError:
+            if self.recorder._lost_reason is None:
+                raise  # the writer died: the episode is gone anyway
 
 
 def _as_ns(ts, what: str) -> int:
@@ -421,8 +449,8 @@ class Recorder:
 
     def __init__(self, out: str | os.PathLike, metadata: Mapping | str | os.PathLike | None = None, *,
                  camera_format: str = "dir", stale_after_s: float | None = 1.0,
-                 max_pending_bytes: int = 256 << 20, rows_per_group: int = 1000, encoder_threads: int = 2,
-                 jpeg_quality: int = 90):
+                 max_pending_bytes: int = 64 << 20, rows_per_group: int = 1000, encoder_threads: int = 2,
+                 jpeg_quality: int = 90, pipe_bytes: int = 1 << 20):
         if camera_format not in CAMERA_FORMATS:
             raise ValueError(f"camera_format must be one of {CAMERA_FORMATS}, not {camera_format!r}")
         if rows_per_group < 1 or max_pending_bytes < 1:
@@ -434,26 +462,37 @@ class Recorder:
         self.rows_per_group = int(rows_per_group)
         self.encoder_threads = max(1, int(encoder_threads))
         self.jpeg_quality = int(jpeg_quality)
-        self.pending_bytes = 0
+        self.pipe_bytes = int(pipe_bytes)
         self.peak_pending_bytes = 0
         self.dropped_total = 0
         self.removed: list[Path] = []  # leftovers of a killed recorder removed on open
-        self._pending_lock = threading.Lock()
-        self._encoder: ThreadPoolExecutor | None = None
+        self._lost_reason: str | None = None  # set when the writer process died
+        self._send_lock = threading.Lock()  # ring allocation + message order (control and camera threads)
         self._episode: Episode | None = None
         self._closed = False
-        self._lock = _Lock(self.root)
+        self._proc = None
+        self._lock = _acquire_lock(self.root)
         try:
             self.meta = self._open(metadata)
-            self.removed = remove_uncommitted(self.root, self.meta)
+            self._start_writer()
         except BaseException:
+            self._stop_writer()
             self._lock.release()
             raise
         ids = [*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or [])]
         self._next_id = max((int(i) + 1 for i in ids if i.isdigit()), default=0)
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._writer, name="openarm-recorder-writer", daemon=True)
-        self._thread.start()
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes copied into the ring that the writer process has not finished with."""
+        ring = self._ring
+        return 0 if ring is None or ring.hdr is None else self._head - ring.tail
+
+    @property
+    def writer_pid(self) -> int | None:
+        """Process id of the writer process (None once closed)."""
+        return self._proc.pid if self._proc is not None else None
+
 
     # ------------------------------------------------------------------ opening
     def _open(self, metadata) -> Metadata:
@@ -471,7 +510,7 @@ class Recorder:
                 raise RecordError(meta_path, f"its episodes store cameras as {stored!r}, not {self.camera_format!r} "
                                              f"(one format per dataset: pass camera_format={stored!r})")
             if given is not None:
-                if given.get("equipment") != meta.data.get("equipment"):
+                if _fixed_equipment(given.get("equipment")) != _fixed_equipment(meta.data.get("equipment")):
                     raise RecordError(meta_path, "equipment differs from the metadata given to the recorder "
                                                  "(cameras and embodiments of a dataset are fixed)")
                 prompts = {t.get("prompt") for t in meta.tasks}
@@ -499,19 +538,38 @@ class Recorder:
         return meta
 
     # ------------------------------------------------------------------ episodes
-    def start_episode(self, task_index: int = 0) -> Episode:
-        """Begin the next episode (id: one more than any listed or discarded id)."""
+    def start_episode(self, task_index: int = 0, episode_id: int | None = None) -> Episode:
+        """Begin an episode: ``episode_id`` (a non-negative integer no listed or discarded episode
+        has; a dataflow's UI numbers its episodes) or, by default, one more than any id used."""
         if self._closed:
             raise RecordError(self.root, "the recorder is closed")
         if self._episode is not None and not self._episode._finished:
             raise RecordError(self.root, f"episode {self._episode.id} is still open: save() or discard() it first")
         if not isinstance(task_index, (int, np.integer)) or not 0 <= task_index < len(self.meta.tasks):
             raise ValueError(f"task_index {task_index!r} out of range (the dataset has {len(self.meta.tasks)} tasks)")
-        ep = Episode(self, str(self._next_id), int(task_index))
-        self._next_id += 1
+        if episode_id is not None:
+            if not isinstance(episode_id, (int, np.integer)) or isinstance(episode_id, bool) or episode_id < 0:
+                raise ValueError(f"episode id {episode_id!r}: must be a non-negative integer")
+            if str(int(episode_id)) in self._used_ids():
+                raise RecordError(self.root, f"episode {int(episode_id)} exists already (listed or discarded); "
+                                             f"the next free id is {self._next_id}")
+        self._restart_if_dead()
+        ep = Episode(self, str(self._next_id if episode_id is None else int(episode_id)), int(task_index))
+        self._next_id = max(self._next_id, int(ep.id) + 1)
         self._episode = ep
-        self._queue.put(("open", ep))
+        self._send(("open", ep.id, ep._stale_ns))
         return ep
+
+    def _used_ids(self) -> set[str]:
+        return {*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or [])}
+
+    def set_metadata(self, keys: tuple[str, ...], value) -> None:
+        """Set ``metadata.yaml``'s entry at ``keys`` (e.g. ``("equipment", "leader", "ker")``) and
+        write it (atomically, by the writer process). Not for ``episodes``/``version``."""
+        if not keys or keys[0] in ("episodes", "version", DISCARDED_KEY):
+            raise ValueError(f"set_metadata: {keys!r} is managed by the recorder")
+        self._restart_if_dead()
+        self._request(("set", None, tuple(keys), copy.deepcopy(value)))
 
     def close(self) -> None:
         """Discard an episode still open (reason ``recorder closed``), stop the writer, release the lock."""
@@ -520,10 +578,8 @@ class Recorder:
         try:
             if self._episode is not None and not self._episode._finished:
                 self._episode.discard("recorder closed before save()")
-            self._queue.put(("stop",))
-            self._thread.join()
-            if self._encoder is not None:
-                self._encoder.shutdown()
+            self._closed = True
+            self._stop_writer()
         finally:
             self._closed = True
             self._lock.release()
@@ -534,150 +590,193 @@ class Recorder:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ writer process
+    def _start_writer(self) -> None:
+        """Start a writer process (also after one died): it reloads metadata.yaml, removes what is not
+        listed, and replies with the metadata it found."""
+        from . import record_writer as rw
+
+        capacity = 2 * self.max_pending_bytes
+        ring_fd = rw.make_ring_fd(capacity)
+        msg_r, msg_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            try:
+                fcntl.fcntl(msg_w, F_SETPIPE_SZ, self.pipe_bytes)  # 1 MiB: ~10k messages before drops
+            except OSError:
+                pass
+            os.set_blocking(msg_w, False)
+            zyg = rw.zygote()
+            args = (str(self.root), self.camera_format, capacity, self.stale_after_s, self.encoder_threads,
+                    self.jpeg_quality)
+            proc = _Writer(zyg, zyg.fork_writer(args, [self._lock.fd, ring_fd, msg_r, rep_w]))
+            self._ring = rw.Ring(ring_fd, capacity)
+        except BaseException:
+            os.close(msg_w)
+            os.close(msg_r)
+            os.close(rep_r)
+            raise
+        finally:
+            os.close(ring_fd)
+            os.close(rep_w)
+        # the read end stays open here too: a write to a dead writer's pipe then fills it (EAGAIN, a
+        # counted drop) instead of raising SIGPIPE, whatever the caller's SIGPIPE disposition
+        self._msg_keep = msg_r
+        self._proc, self._msg_fd, self._head = proc, msg_w, 0
+        self._replies = os.fdopen(rep_r, "rb")
+        self._futures: dict[int, Future] = {}
+        self._req = 0
+        ready = rw.read_message(self._replies)
+        if ready is None or ready[1] is None:
+            proc.join()
+            why = ready[2] if ready is not None else f"exit code {proc.exitcode}"
+            self._proc = None
+            raise RecordError(self.root, f"the recorder's writer process failed to start ({why})")
+        self.meta.data = ready[1]
+        self.removed = [Path(p) for p in ready[2]]
+        self._lost_reason = None
+        self._reader = threading.Thread(target=self._read_replies, args=(proc, self._replies),
+                                        name="openarm-recorder-replies", daemon=True)
+        self._reader.start()
+
+    def _read_replies(self, proc, replies) -> None:
+        from .record_writer import read_message
+
+        while True:
+            try:
+                msg = read_message(replies)
+            except Exception:  # noqa: BLE001 - torn by a killed writer
+                msg = None
+            if msg is None:
+                break
+            if msg[0] == "done":
+                _, req, result, error, data = msg
+                self.meta.data = data
+                fut = self._futures.pop(req, None)
+                if fut is not None:
+                    if error is not None:
+                        fut.set_exception(RecordError(self.root, f"episode write failed: {error}"))
+                    else:
+                        fut.set_result(result)
+            elif msg[0] == "discarded":
+                _, ep_id, reason, data = msg
+                self.meta.data = data
+                ep = self._episode
+                if ep is not None and ep.id == ep_id and ep.reason is None:
+                    ep.reason = reason
+        # end of file: the writer exited (stopped by close(), or killed)
+        proc.join()
+        replies.close()
+        if self._closed or proc is not self._proc:
+            return
+        code = proc.exitcode
+        why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        self._lost_reason = f"the recorder's writer process died ({why})"
+        ep = self._episode
+        if ep is not None and not ep.saved and ep.reason is None:
+            ep.reason = f"{self._lost_reason}; the episode is discarded"
+        for fut in list(self._futures.values()):
+            if not fut.done():
+                fut.set_exception(RecordError(self.root, self._lost_reason))
+        self._futures.clear()
+
+    def _restart_if_dead(self) -> None:
+        if self._lost_reason is None:
+            return
+        lost = self._episode if self._episode is not None and not self._episode.saved else None
+        self._stop_writer()
+        self._start_writer()
+        if lost is not None:  # recorded as discarded by the new writer (unless its commit had completed)
+            self._request(("discard", lost.id, lost.reason or "the recorder's writer process died"))
+
+    def _stop_writer(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if self._lost_reason is None:
+                with self._send_lock:
+                    self._write_all(_pack(("stop",)))
+        except RecordError:
+            pass
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join(60)  # the writer exits once it has done what was queued
+            if reader.is_alive():  # stuck (stopped, disk hung): it must not write after the lock is released
+                try:
+                    os.kill(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                reader.join()
+        os.close(self._msg_fd)
+        os.close(self._msg_keep)
+        self._ring.close()
+        self._ring = None
+        self._proc = None
+
     # ------------------------------------------------------------------ plumbing
-    def _reserve(self, nbytes: int, limit: int) -> bool:
-        with self._pending_lock:
-            if self.pending_bytes + nbytes > limit:
+    def _put(self, head: tuple, parts: tuple, limit: int, extra) -> bool:
+        """Copy ``parts`` (arrays) into the ring and send ``head + (pos, nbytes, extra)``; False
+        (nothing sent, nothing kept) if that would exceed ``limit`` pending bytes or the pipe is full."""
+        nbytes = sum(p.nbytes for p in parts)
+        size = (nbytes + 7) & ~7  # items start 8-byte aligned (the writer views int64 stamps in place)
+        with self._send_lock:
+            ring = self._ring
+            if ring is None or self._lost_reason is not None:
                 return False
-            self.pending_bytes += nbytes
-            if self.pending_bytes > self.peak_pending_bytes:
-                self.peak_pending_bytes = self.pending_bytes
+            cap = ring.capacity
+            start = self._head
+            off = start % cap
+            if off + size > cap:
+                start += cap - off  # never wraps: start the next lap
+                off = 0
+            if start + size - ring.tail > min(limit, cap):
+                return False
+            dst = ring.data[off:off + nbytes]
+            o = 0
+            for p in parts:
+                n = p.nbytes
+                dst[o:o + n].view(p.dtype).reshape(p.shape)[...] = p
+                o += n
+            msg = _pack((*head, start, nbytes, extra) if head[0] == "frame" else (*head, start, extra[0], nbytes, extra[1]))
+            try:
+                os.write(self._msg_fd, msg)  # all or nothing (at most PIPE_BUF bytes)
+            except BlockingIOError:
+                return False
+            except BrokenPipeError:
+                return False  # died: the reply thread reports it
+            self._head = start + size
+            if self._head - ring.tail > self.peak_pending_bytes:
+                self.peak_pending_bytes = self._head - ring.tail
             return True
 
-    def _release(self, nbytes: int) -> None:
-        with self._pending_lock:
-            self.pending_bytes -= nbytes
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._msg_fd, view):]
+            except BlockingIOError:
+                select.select([], [self._msg_fd], [], 0.1)
+            except BrokenPipeError:
+                raise RecordError(self.root, self._lost_reason or "the recorder's writer process died") from None
+            if self._lost_reason is not None:
+                raise RecordError(self.root, self._lost_reason)
 
-    def _encode(self, rgb: np.ndarray) -> Future:
-        if self._encoder is None:
-            self._encoder = ThreadPoolExecutor(self.encoder_threads, thread_name_prefix="openarm-recorder-jpeg")
-        return self._encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
+    def _send(self, msg: tuple) -> None:
+        with self._send_lock:
+            self._write_all(_pack(msg))
 
-    def _wait(self, item: tuple):
-        fut: Future = item[-1]
-        self._queue.put(item)
+    def _request(self, msg: tuple):
+        """Send ``msg + (request id,)`` and wait for the writer's answer."""
+        fut: Future = Future()
+        with self._send_lock:
+            self._req += 1
+            self._futures[self._req] = fut
+            if self._lost_reason is not None:
+                raise RecordError(self.root, self._lost_reason)
+            self._write_all(_pack((*msg, self._req)))
         return fut.result()
 
-    # ------------------------------------------------------------------ writer thread
-    def _writer(self) -> None:
-        while True:
-            item = self._queue.get()
-            op, ep = item[0], (item[1] if len(item) > 1 else None)
-            try:
-                if op == "stop":
-                    return
-                if op == "open":
-                    ep._w_tmp = begin_episode(self.root, ep.id)
-                elif op == "rows":
-                    self._w_rows(ep, *item[2:5])
-                elif op == "frame":
-                    self._w_frame(ep, *item[2:5])
-                elif op == "commit":
-                    item[3].set_result(self._w_commit(ep, item[2]))
-                elif op == "discard":
-                    self._w_discard(ep, item[2])
-                    if item[3] is not None:
-                        item[3].set_result(None)
-            except BaseException as e:  # noqa: BLE001 - any failure ends the episode, never the thread
-                reason = f"write failed: {e}" if isinstance(e, DatasetError) else \
-                    f"write failed: {type(e).__name__}: {e}"
-                if ep is not None and op != "stop":
-                    if ep.reason is None:
-                        ep.reason = reason
-                    try:
-                        self._w_discard(ep, ep.reason)
-                    except BaseException as e2:  # noqa: BLE001
-                        ep.reason += f"; removing it failed too: {e2}"
-                if op in ("commit", "discard") and item[-1] is not None and not item[-1].done():
-                    if op == "commit":
-                        item[-1].set_exception(RecordError(self.root, f"episode {ep.id}: {reason}"))
-                    else:
-                        item[-1].set_result(None)
-            finally:
-                if op in ("rows", "frame"):
-                    self._release(item[5])
-
-    def _w_rows(self, ep: Episode, st: _Stream, ts: np.ndarray, values: dict) -> None:
-        if ep._w_gone:
-            return
-        key = (st.kind, st.name)
-        w = ep._w_streams.get(key)
-        if w is None:
-            w = ep._w_streams[key] = StreamWriter(ep._w_tmp, st.kind, st.embodiment, st.component, st.attrs)
-            ep._w_rates[st.name] = _RateMeter()
-        w.write(ts, values)
-        ep._w_rates[st.name].add(ts)
-
-    def _w_frame(self, ep: Episode, camera: str, ts: int, payload) -> None:
-        if isinstance(payload, Future):
-            payload = payload.result()
-        if ep._w_gone:
-            return
-        prev = ep._w_prev.get(camera)
-        if prev is not None and prev[0] == payload:
-            run_start = prev[1]
-            stale_ns = ep._stale_ns
-            if stale_ns is not None and ts - run_start > stale_ns:
-                if ep.reason is None:
-                    ep.reason = (f"camera {camera!r} sent identical frames for {(ts - run_start) / 1e9:.3f} s "
-                                 f"(from {run_start} to {ts} ns; limit {self.stale_after_s:g} s)")
-                self._w_discard(ep, ep.reason)
-                return
-        else:
-            run_start = ts
-        ep._w_prev[camera] = (payload, run_start)
-        w = ep._w_frames.get(camera)
-        if w is None:
-            name = layout.check_name(camera, "camera name")
-            path = ep._w_tmp / layout.CAMERAS_DIR / (name + (layout.TAR_SUFFIX if self.camera_format == "tar" else ""))
-            w = ep._w_frames[camera] = FrameWriter(path, self.camera_format)
-            ep._w_rates["cameras/" + camera] = _RateMeter()
-        w.write(ts, payload)
-        if w.format == "dir":  # hashed now, while in memory: the manifest need not read it back
-            stamps, sizes, digests = ep._w_known.setdefault(camera, (array("q"), array("q"), bytearray()))
-            stamps.append(ts)
-            sizes.append(len(payload))
-            digests += hashlib.sha256(payload).digest()  # 48 bytes per frame kept until save
-        ep._w_rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
-
-    def _w_close_files(self, ep: Episode) -> None:
-        for w in [*ep._w_streams.values(), *ep._w_frames.values()]:
-            w.close()
-        ep._w_streams, ep._w_frames = {}, {}
-
-    def _w_discard(self, ep: Episode, reason: str) -> None:
-        if ep._w_gone:
-            return
-        ep._w_gone = True
-        ep._w_prev, ep._w_known = {}, {}
-        try:
-            self._w_close_files(ep)
-        finally:
-            if ep._w_tmp is not None:
-                remove_tree(ep._w_tmp)
-            self.meta.data.setdefault(DISCARDED_KEY, []).append({"id": ep.id, "reason": reason})
-            self.meta.write(self.root)
-
-    def _w_commit(self, ep: Episode, entry: dict) -> EpisodeResult | None:
-        if ep._w_gone:
-            return None
-        rows = {name: w.rows for (_kind, name), w in ep._w_streams.items()}  # stored (dropped blocks excluded)
-        self._w_close_files(ep)
-        measured = _nest({k: m.hz() for k, m in ep._w_rates.items()}, digits=3)
-        entry = dict(entry)
-        if measured:
-            entry["measured_hz"] = measured
-        if ep.dropped:
-            entry["dropped"] = dict(ep.dropped)
-        old = copy.deepcopy(self.meta.data.get("frequencies"))
-        self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
-        try:
-            finish_episode(self.root, self.meta, entry, ep._w_tmp, known=_manifest_entries(ep._w_known))
-        except BaseException:
-            self.meta.data["frequencies"] = old
-            raise
-        ep._w_gone = True
-        return EpisodeResult(ep.id, entry, rows, {c: n for c, n in ep._cam_frames.items()}, dict(ep.dropped))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -693,6 +792,12 @@ def _given_metadata(metadata) -> dict | None:
     if not isinstance(doc, dict):
         raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
     return doc
+
+
+def _fixed_equipment(equipment) -> dict:
+    """The part of ``equipment`` a dataset keeps fixed: all but ``leader`` (a teleop leader's firmware
+    versions, filled in while recording)."""
+    return {k: v for k, v in (equipment or {}).items() if k != "leader"} if isinstance(equipment, Mapping) else equipment
 
 
 def _manifest_entries(known: dict[str, tuple]) -> dict[str, tuple[str, int]]:
@@ -714,12 +819,41 @@ def _camera_format_on_disk(root: Path, meta: Metadata) -> str | None:
     return None
 
 
-def _encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
-    from PIL import Image
+class _Writer:
+    """A writer process forked by the zygote: its pid and, once it ended, its exit status."""
 
-    buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
+    def __init__(self, zyg, pid: int):
+        self.zygote, self.pid = zyg, pid
+        self.exitcode: int | None = None
+
+    def join(self) -> None:
+        if self.exitcode is None:
+            try:
+                self.exitcode = self.zygote.wait(self.pid)
+            except OSError:
+                self.exitcode = -1
+
+
+def _acquire_lock(root: Path) -> _Lock:
+    """The dataset's lock; waits (at most :data:`ORPHAN_WAIT_S`) if the process that holds it is the
+    writer of a recorder that was killed (the pid in the lock file is gone): it exits at once."""
+    deadline = time.monotonic() + ORPHAN_WAIT_S
+    while True:
+        try:
+            return _Lock(root)
+        except RecorderLockError:
+            if time.monotonic() > deadline or _holder_alive(root):
+                raise
+            time.sleep(0.01)
+
+
+def _holder_alive(root: Path) -> bool:
+    try:
+        pid = int(lock_path(root).read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError) as e:
+        return not isinstance(e, ProcessLookupError)
+    return True
 
 
 def _nest(flat: dict[str, float | None], digits: int) -> dict:

@@ -188,21 +188,21 @@ def test_stale_camera_discards_the_episode_with_a_reason(tmp_path, case):
     assert meta["episodes"] == [] and meta["discarded_episodes"] == [{"id": "0", "reason": ep.reason}]
 
 
-def test_full_queue_drops_frames_counted_and_reported(tmp_path, monkeypatch):
+def test_full_queue_drops_frames_counted_and_reported(tmp_path):
     out = tmp_path / "ds"
-    gate = threading.Event()
-    # a disk that stalls: the writer thread waits at its first block of rows until the gate opens
+    # a disk that stalls: the writer process is stopped (SIGSTOP) while the loop records
     with Recorder(out, metadata(), max_pending_bytes=30_000, rows_per_group=16) as rec:
-        real = rec._w_rows
-        monkeypatch.setattr(rec, "_w_rows", lambda *a: (gate.wait(), real(*a)))
         ep = rec.start_episode()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            record(ep, T0, 100)
+        os.kill(rec.writer_pid, signal.SIGSTOP)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                record(ep, T0, 100)
+        finally:
+            os.kill(rec.writer_pid, signal.SIGCONT)
         # frames (160 kB) do not fit in 30 kB and are dropped; rows (29 kB) fit under twice the bound
         assert set(ep.dropped) == {"cameras/head", "cameras/wrist_right"}, ep.dropped
         assert rec.peak_pending_bytes <= 2 * rec.max_pending_bytes
-        gate.set()
         res = ep.save()
     warned = [str(w.message).split(": ")[1] for w in caught if "samples dropped" in str(w.message)]
     assert sorted(warned) == ["cameras/head", "cameras/wrist_right"]  # once per stream and episode
@@ -214,6 +214,53 @@ def test_full_queue_drops_frames_counted_and_reported(tmp_path, monkeypatch):
     assert pq.ParquetFile(out / "episodes/0/obs/arms/left/state.parquet").metadata.num_rows == 100
     entry = yaml.safe_load((out / "metadata.yaml").read_text())["episodes"][0]
     assert entry["dropped"] == ep.dropped
+
+
+def test_a_full_message_pipe_drops_frames_counted_never_blocks(tmp_path):
+    # small frames: the byte bound is far, the pipe of messages (the queue's other bound) fills first
+    out = tmp_path / "ds"
+    n = 3_000
+    with Recorder(out, metadata(cameras=("head",)), stale_after_s=None, pipe_bytes=65536) as rec:
+        ep = rec.start_episode()
+        os.kill(rec.writer_pid, signal.SIGSTOP)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                stored = sum(ep.add_frame("head", T0 + k, k.to_bytes(4, "little")) for k in range(n))
+        finally:
+            os.kill(rec.writer_pid, signal.SIGCONT)
+        assert 0 < stored < n and ep.dropped == {"cameras/head": n - stored}
+        res = ep.save()
+    assert res.frames == {"head": stored}
+    names = sorted(p.name for p in (out / "episodes/0/cameras/head").iterdir())
+    assert len(names) == stored and Dataset(out).load_cameras(0)["head"].num_frames == stored
+
+
+def test_a_killed_writer_process_discards_the_episode_and_the_caller_goes_on(tmp_path):
+    out = tmp_path / "ds"
+    with Recorder(out, metadata(), rows_per_group=16) as rec:
+        assert rec.writer_pid != os.getpid()
+        record(ep := rec.start_episode(), T0, 100)
+        ep.save()
+        ep = rec.start_episode()
+        record(ep, T0 + 10**10, 100)
+        os.kill(rec.writer_pid, signal.SIGKILL)
+        deadline = __import__("time").monotonic() + 10
+        while ep.reason is None and __import__("time").monotonic() < deadline:
+            __import__("time").sleep(0.01)
+        with pytest.warns(RuntimeWarning, match="writer process died .killed by signal 9"):
+            assert not ep.add_obs("arms/right", T0 + 2 * 10**10, qpos=qpos("right", 0))
+        assert not ep.add_frame("head", T0 + 2 * 10**10, jpeg(1))
+        with pytest.raises(EpisodeDiscarded, match="killed by signal 9"):
+            ep.save()
+        # the next episode gets a new writer; the lost one stays a gap, with its reason
+        record(ep2 := rec.start_episode(), T0 + 3 * 10**10, 100)
+        assert ep2.id == "2" and ep2.save().id == "2"
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert [e["id"] for e in meta["episodes"]] == ["0", "2"]
+    assert meta["discarded_episodes"][0]["id"] == "1" and "killed by signal 9" in meta["discarded_episodes"][0]["reason"]
+    assert sorted(p.name for p in (out / "episodes").iterdir()) == ["0", "2"]
+    assert validate(Dataset(out)).valid
 
 
 def test_bad_calls_are_clear_errors(tmp_path):

@@ -1,26 +1,36 @@
-"""Benchmark of the live recorder (openarm_sim_dataset.record), synthetic data, two parts:
+"""Benchmark of the live recorder (openarm_sim_dataset.record), synthetic data, three parts:
 
 1. **latency** (real time): a control loop at 250 Hz calling ``add_obs`` + ``add_action`` for both
    arms and ``add_frame`` for 5 cameras at 30 Hz with 640x480 frames (JPEG bytes as a camera driver
-   gives them, or ``--frames array``: HxWx3 uint8 encoded by the recorder's threads). Prints each
-   call's p50/p99/max and the samples dropped, against a baseline measured in the same run: the
-   same loop writing each frame synchronously in the loop and appending rows to lists (what the
-   reference dataflow recorder does).
+   gives them, or ``--frames array``: HxWx3 uint8 encoded by the recorder's writer). Each variant
+   runs in a fresh process, ``--rounds`` times interleaved, medians reported: ``none`` (the same
+   loop, no recorder: the baseline), ``recorder`` (this checkout), ``before`` (the recorder of
+   another checkout given by ``--before DIR``, e.g. the in-process writer thread of main before
+   issue 21) and ``inloop`` (frames written synchronously in the loop, rows appended to lists: what
+   the reference dataflow recorder does). Late ticks are what ``dataset-validate`` counts as dropped
+   samples: stamp intervals > 1.5 periods. Prints each call's p50/p99 and the samples dropped.
 2. **memory** (faster than real time): a ``--minutes`` long episode (default 30) at the same rates,
    fed as fast as the writer takes it (the feeder waits when half of ``max_pending_bytes`` is
    queued, so nothing is dropped), frames in tar archives and small (the payload size changes only
    the disk space: the queue bound is what memory depends on). Prints the RSS every few minutes of
    recorded time and the peak, against the RSS after the first recorded minute.
 
-    python tools/bench_record.py [--seconds 30] [--minutes 30] [--frames jpeg|array] [--skip-memory]
+3. **save** (faster than real time): episodes of ``--save-minutes`` (folder cameras, one JPEG file
+   per frame) and what :meth:`Episode.save` costs the caller: wall time and the caller's CPU time
+   (the writer process's manifest work is not the caller's).
+
+    python tools/bench_record.py [--seconds 20] [--rounds 3] [--before /work/main] [--minutes 30]
+                                 [--frames jpeg|array] [--skip-memory] [--skip-save]
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +39,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# BENCH_PACKAGE_ROOT: the checkout whose recorder a ``before`` variant measures
+sys.path.insert(0, os.environ.get("BENCH_PACKAGE_ROOT") or str(Path(__file__).resolve().parents[1]))
 
 from openarm_sim_dataset import Dataset, layout  # noqa: E402
 from openarm_sim_dataset.validate.core import validate  # noqa: E402
@@ -118,8 +129,10 @@ def control_loop(seconds: float, add_state, add_frame, payloads: list) -> dict[s
                 add_frame(cam, t + ci, p)
                 lat["frame"].append(time.perf_counter_ns() - a)
         k += 1
+    # late: stamps taken after the sleep (a late wake-up counts), intervals as dataset-validate counts them
     d = np.diff(stamps[:k])
-    lat["gaps"] = int(np.sum(d > 1.5e9 / STATE_HZ))  # what dataset-validate's timestamps check counts
+    lat["gaps"] = int(np.sum(d > 1.5e9 / STATE_HZ))
+    lat["intervals"] = int(len(d))
     lat["late_ms"] = float(np.max(d) / 1e6 - 1e3 / STATE_HZ)
     return lat
 
@@ -230,47 +243,138 @@ def _row_groups(out: Path) -> int:
     return sum(pq.ParquetFile(p).metadata.num_row_groups for p in out.rglob("state.parquet"))
 
 
+def run_variant(variant: str, seconds: float, frames_kind: str, scratch: Path) -> dict:
+    """One latency run in this process; a JSON-able summary."""
+    imgs = frames(24, (480, 640))
+    payloads = [encode(i) for i in imgs] if frames_kind == "jpeg" else imgs
+    info: dict = {}
+    if variant == "none":
+        lat = control_loop(seconds, lambda *a: None, lambda *a: None, payloads)
+    elif variant == "inloop":
+        lat = run_sync_baseline(scratch / "sync", seconds, payloads)
+    else:
+        lat, info = run_ours(scratch / "ours", seconds, payloads)
+        report = validate(Dataset(scratch / "ours"), quick=True)
+        info["validate"] = report.summary() + "".join(f"; {r.check}: {r.detail}" for r in report if r.failed)
+    out = {"gaps": lat["gaps"], "intervals": lat["intervals"], "late_ms": lat["late_ms"], **info}
+    for k in ("state", "frame"):
+        v = np.asarray(lat[k], dtype=np.float64) / 1e3
+        out[f"{k}_p50_us"] = float(np.percentile(v, 50)) if len(v) else None
+        out[f"{k}_p99_us"] = float(np.percentile(v, 99)) if len(v) else None
+    return out
+
+
+def run_save_scaling(scratch: Path, minutes_list: list[float], payloads: list[bytes]) -> None:
+    """Folder cameras, fed faster than real time: what save() costs the caller per episode length."""
+    print("\nsave (folder cameras: one JPEG file per frame), fed faster than real time:")
+    print("  recorded min    frames   save() wall s   caller CPU in save() s   dropped")
+    for minutes in minutes_list:
+        out = scratch / f"save-{minutes:g}"
+        rec = Recorder(out, metadata(), camera_format="dir")
+        ep = rec.start_episode()
+        t0 = 1_772_000_000_000_000_000
+        ticks = int(minutes * 60 * STATE_HZ)
+        per_frame = STATE_HZ / CAMERA_HZ
+        next_frame, n = 0.0, 0
+        half = rec.max_pending_bytes // 2
+        q = {s: qpos(s, 0) for s in layout.ARM_SIDES}
+        for k in range(ticks):
+            t = t0 + k * 4_000_000
+            for side in layout.ARM_SIDES:
+                ep.add_obs(f"arms/{side}", t, qpos=q[side], qvel=q[side], qtorque=q[side])
+                ep.add_action(f"arms/{side}", t, qpos=q[side])
+            if k >= next_frame:
+                next_frame += per_frame
+                for ci, cam in enumerate(CAMERAS):
+                    ep.add_frame(cam, t + ci, payloads[(n + ci) % len(payloads)])
+                n += 1
+                while rec.pending_bytes > half:
+                    time.sleep(0.001)
+        while rec.pending_bytes:  # the writer caught up: save() measures the commit, not the backlog
+            time.sleep(0.01)
+        w0, c0 = time.perf_counter(), time.process_time()
+        res = ep.save()
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        rec.close()
+        print(f"  {minutes:12g} {sum(res.frames.values()):9,} {wall:15.2f} {cpu:24.3f} {rec.dropped_total:9}")
+        shutil.rmtree(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=30.0, help="length of each real-time latency run")
+    ap.add_argument("--seconds", type=float, default=20.0, help="length of each real-time latency run")
+    ap.add_argument("--rounds", type=int, default=3, help="latency runs per variant (interleaved; medians)")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another checkout (e.g. /work/main) whose recorder is measured as 'before'")
     ap.add_argument("--minutes", type=float, default=30.0, help="recorded length of the memory run")
+    ap.add_argument("--save-minutes", type=float, nargs="+", default=[0.5, 2.0])
     ap.add_argument("--frames", choices=("jpeg", "array"), default="jpeg")
     ap.add_argument("--memory-camera-format", choices=("tar", "dir"), default="tar",
                     help="dir: one file per frame (the manifest entries of frames are kept until save)")
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--skip-save", action="store_true")
     ap.add_argument("--dir", type=Path, default=None, help="scratch folder (default: a temporary one)")
+    ap.add_argument("--variant", choices=("none", "recorder", "inloop"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench_record-", dir=args.dir))
     try:
+        if args.variant:  # one latency run, in a fresh process (see below)
+            print(json.dumps(run_variant(args.variant, args.seconds, args.frames, scratch)))
+            return
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         if not args.skip_latency:
-            imgs = frames(24, (480, 640))
-            payloads = [encode(i) for i in imgs] if args.frames == "jpeg" else imgs
-            size = np.mean([len(p) for p in payloads]) / 1024 if args.frames == "jpeg" else imgs[0].nbytes / 1024
-            print(f"latency: {args.seconds:g} s real time, 250 Hz x 2 arms (obs + action), 5 cameras x 30 Hz "
-                  f"640x480 {args.frames} ({size:.0f} KiB per frame)")
-            base = run_sync_baseline(scratch / "sync", args.seconds, payloads)
-            lat, info = run_ours(scratch / "ours", args.seconds, payloads)
-            for name, d in (("baseline (in-loop writes)", base), ("recorder", lat)):
-                print(f"  {name}:")
-                print(f"    state add  {pct(d['state'])}")
-                print(f"    frame add  {pct(d['frame'])}")
-                print(f"    loop: {d['gaps']} stamp intervals > 1.5 periods (the loop itself late), "
-                      f"worst {d['late_ms']:.1f} ms late")
-            p99 = {k: (np.percentile(base[k], 99) / np.percentile(lat[k], 99)) for k in ("state", "frame")}
-            print(f"  p99 baseline / recorder: state {p99['state']:.2f}x, frame {p99['frame']:.2f}x")
-            print(f"  recorder: dropped {info['dropped']}, peak queue {info['peak_pending_mib']:.1f} MiB, "
-                  f"{info['rows']:,} rows, {info['frames']:,} frames, save() {info['save_s']:.2f} s")
-            print(f"  measured_hz: {info['measured_hz']}")
-            report = validate(Dataset(scratch / "ours"), quick=True)
-            print(f"  dataset-validate: {report.summary()}" + "".join(f"; {r.check}: {r.detail}" for r in report if r.failed))
-            shutil.rmtree(scratch / "sync")
+            latency(args)
+        if not args.skip_save:
+            run_save_scaling(scratch, args.save_minutes, [encode(i, 80) for i in frames(24, (120, 160))])
         if not args.skip_memory:
             small = [encode(i, 80) for i in frames(24, (120, 160))]
             run_memory(scratch / "memory", args.minutes, small, args.memory_camera_format)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def latency(args) -> None:
+    variants = {"none": None, "recorder": None, "inloop": None}
+    if args.before is not None:
+        variants["before"] = str(args.before.resolve())
+    print(f"latency: {args.seconds:g} s real time per run, {args.rounds} rounds, 250 Hz x 2 arms (obs + action), "
+          f"5 cameras x 30 Hz 640x480 {args.frames}; variants {', '.join(variants)}")
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
+    for r in range(args.rounds):
+        for v, root in variants.items():
+            env = dict(os.environ)
+            if root is not None:
+                env["BENCH_PACKAGE_ROOT"] = root
+                env["PYTHONPATH"] = root
+            cmd = [sys.executable, __file__, "--variant", "recorder" if v == "before" else v,
+                   "--seconds", str(args.seconds), "--frames", args.frames]
+            if args.dir is not None:
+                cmd += ["--dir", str(args.dir)]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode:
+                raise SystemExit(f"variant {v} failed:\n{p.stderr}")
+            runs[v].append(json.loads(p.stdout.strip().splitlines()[-1]))
+            d = runs[v][-1]
+            print(f"  round {r + 1} {v:9}: {d['gaps']:4} late ticks of {d['intervals']}, worst {d['late_ms']:.1f} ms late"
+                  + (f"; dropped {d['dropped']}" if "dropped" in d else ""), flush=True)
+
+    def med(v, k):
+        vals = [d[k] for d in runs[v] if d.get(k) is not None]
+        return float(np.median(vals)) if vals else float("nan")
+
+    print("  median over rounds:          late ticks   state add p50/p99 us   frame add p50/p99 us   dropped")
+    for v in variants:
+        print(f"    {v:26} {med(v, 'gaps'):10.0f}   {med(v, 'state_p50_us'):8.1f} /{med(v, 'state_p99_us'):8.1f}   "
+              f"{med(v, 'frame_p50_us'):8.1f} /{med(v, 'frame_p99_us'):8.1f}   "
+              + (f"{med(v, 'dropped'):.0f}" if v in ("recorder", "before") else "-"))
+    base = med("none", "gaps")
+    for v in variants:
+        if v != "none":
+            print(f"  late ticks {v} / none: {(med(v, 'gaps') + 1) / (base + 1):.2f}x  ((n+1)/(n0+1), medians)")
+    for v in ("recorder", "before"):
+        for d in runs.get(v, [])[-1:]:
+            print(f"  {v} dataset-validate (last round): {d['validate']}")
 
 
 if __name__ == "__main__":

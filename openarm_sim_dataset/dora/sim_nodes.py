@@ -1,0 +1,266 @@
+"""Simulated dora nodes on this package's MuJoCo OpenArm, for running a data-collection dataflow on a CPU.
+
+``follower`` (``python -m openarm_sim_dataset.dora.sim_nodes follower --side right``): the ids and
+Arrow types of ``dora-openarm`` 1.3.0's follower. Inputs ``request_state`` / ``request_position``
+(one reply per request), ``move_position`` (``[{"qpos": [8 x float32]}]`` or a flat float32 array:
+the 8 position targets, joint1..7 then gripper, rad), ``command`` (``start``/``stop``). Outputs
+``state`` (a length-1 struct: qpos, qvel, qtorque list<float32> of 8, tmos/trotor list<int32>,
+motor_status list<string>, bus counters), ``position`` (``[{"qpos": ...}]``) and ``status``
+(``STARTED``/``STOPPED``), with metadata ``observation_timestamp`` (Unix ns, taken when the state
+is read) and ``start_epoch``. The arm is the generator's model (position servos with gravity
+compensation, the scene's timestep): each request advances the physics to the wall clock, so the
+simulation runs in real time (capped at 50 ms per request when the machine falls behind).
+
+``camera`` (``... camera --name head``): renders the scene's camera ``name`` on every ``tick`` as
+JPEG (UInt8, metadata ``encoding``/``width``/``height``), the arm posed from the followers' ``state``
+inputs (``state_right``/``state_left``).
+
+``leader`` (``... leader --seconds 1 --episodes 2``): a scripted stand-in for a leader and the web
+UI: on every ``tick`` it sends ``move_position_{right,left}`` (a slow sine about a resting pose) and
+``action_{right,left}`` (the same targets, what a recorder records as actions), and ``command``
+(``start`` with ``episode_number``/``task_index``, ``success`` after ``--seconds``, ..., ``quit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+
+import numpy as np
+
+STATUS_STARTED, STATUS_STOPPED = "STARTED", "STOPPED"
+
+
+def _pa():
+    import pyarrow as pa
+
+    return pa
+
+
+def state_type():
+    pa = _pa()
+    bus = pa.struct([("carrier", pa.bool_()), ("bus_off", pa.int64()), ("error_passive", pa.int64()),
+                     ("error_warning", pa.int64()), ("ack_error", pa.int64()), ("tx_overflow", pa.int64()),
+                     ("rx_overflow", pa.int64()), ("net_down", pa.int64())])
+    return pa.struct([("qpos", pa.list_(pa.float32())), ("qvel", pa.list_(pa.float32())),
+                      ("qtorque", pa.list_(pa.float32())), ("tmos", pa.list_(pa.int32())),
+                      ("trotor", pa.list_(pa.int32())), ("motor_status", pa.list_(pa.string())), ("bus", bus)])
+
+
+def qpos_type():
+    pa = _pa()
+    return pa.struct([("qpos", pa.list_(pa.float32()))])
+
+
+_BUS = {"carrier": True, "bus_off": 0, "error_passive": 0, "error_warning": 0, "ack_error": 0,
+        "tx_overflow": 0, "rx_overflow": 0, "net_down": 0}
+
+
+def targets(value) -> np.ndarray:
+    """The 8 targets of a ``move_position`` message (struct with qpos, or a flat array)."""
+    pa = _pa()
+    if isinstance(value, pa.StructArray):
+        value = value.field("qpos")[0].values
+    v = np.asarray(value.to_numpy(zero_copy_only=False) if hasattr(value, "to_numpy") else value, dtype=np.float64)
+    if v.shape != (8,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"move_position: expected 8 finite targets, got shape {v.shape}")
+    return v
+
+
+class SimArm:
+    """One arm of the MuJoCo OpenArm driven by its position servos, stepped to the wall clock."""
+
+    MAX_CATCH_UP_S = 0.05
+
+    def __init__(self, side: str):
+        from ..gl import import_mujoco
+        from ..sim.models import load_model
+        from ..sim.scene import SceneConfig, arm_index
+
+        self.mujoco = import_mujoco()
+        self.model = load_model(SceneConfig(cameras=()))
+        self.data = self.mujoco.MjData(self.model)
+        self.mujoco.mj_forward(self.model, self.data)
+        from ..synthetic import MID_QPOS
+
+        self.arm = arm_index(self.model, side)
+        # start at rest inside the OpenArm joint limits (the model's zero pose is not), servos holding it
+        self.data.qpos[self.arm.qpos] = MID_QPOS[side]
+        self.data.ctrl[self.arm.actuators] = MID_QPOS[side]
+        self.mujoco.mj_forward(self.model, self.data)
+        self.t_wall = time.perf_counter()
+
+    def advance(self) -> None:
+        now = time.perf_counter()
+        steps = int(min(now - self.t_wall, self.MAX_CATCH_UP_S) / self.model.opt.timestep)
+        for _ in range(steps):
+            self.mujoco.mj_step(self.model, self.data)
+        self.t_wall = now if steps else self.t_wall
+
+    def move(self, q: np.ndarray) -> None:
+        lo, hi = self.model.actuator_ctrlrange[self.arm.actuators].T
+        self.data.ctrl[self.arm.actuators] = np.clip(q, lo, hi)
+
+    def state(self) -> dict:
+        a = self.arm
+        return {"qpos": self.data.qpos[a.qpos].astype(np.float32), "qvel": self.data.qvel[a.qvel].astype(np.float32),
+                "qtorque": self.data.actuator_force[a.actuators].astype(np.float32),
+                "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8, "bus": dict(_BUS)}
+
+
+def follower(node, side: str) -> None:
+    pa = _pa()
+    arm = SimArm(side)
+    epoch = 1
+    st_type, q_type = state_type(), qpos_type()
+    node.send_output("status", pa.array([STATUS_STARTED]), {"start_epoch": epoch})
+    for event in node:
+        if event["type"] == "INPUT_CLOSED" and event["id"] == "move_position":
+            break  # the leader is gone: end (the timer alone would keep the node alive)
+        if event["type"] != "INPUT":
+            continue
+        eid = event["id"]
+        try:
+            if eid in ("request_state", "request_position"):
+                arm.advance()
+                s = arm.state()
+                md = {"observation_timestamp": time.time_ns(), "start_epoch": epoch}
+                if eid == "request_state":
+                    node.send_output("state", pa.array([s], type=st_type), md)
+                else:
+                    node.send_output("position", pa.array([{"qpos": s["qpos"]}], type=q_type), md)
+            elif eid == "move_position":
+                arm.advance()
+                arm.move(targets(event["value"]))
+            elif eid == "command":
+                c = event["value"][0].as_py()
+                if c == "start":
+                    epoch += 1
+                node.send_output("status", pa.array([STATUS_STARTED if c == "start" else STATUS_STOPPED]),
+                                 {"start_epoch": epoch})
+        except (ValueError, TypeError, IndexError) as e:
+            print(f"[warn] follower {side}: {eid}: {e}", file=sys.stderr, flush=True)
+
+
+def camera(node, name: str, width: int, height: int, quality: int = 80) -> None:
+    pa = _pa()
+    from PIL import Image
+
+    from ..gl import import_mujoco
+    from ..sim.models import load_model
+    from ..sim.render import SimRenderer
+    from ..sim.scene import SceneConfig, arm_index
+
+    mujoco = import_mujoco()
+    cfg = SceneConfig(cameras=(name,), width=width, height=height, wrist_left=name == "wrist_left")
+    model = load_model(cfg)
+    data = mujoco.MjData(model)
+    arms = {s: arm_index(model, s) for s in ("right", "left")}
+    renderer = SimRenderer(model, cfg)
+    mujoco.mj_forward(model, data)
+    closed: set[str] = set()
+    for event in node:
+        if event["type"] == "INPUT_CLOSED" and event["id"].startswith("state_"):
+            closed.add(event["id"])
+            if closed >= {f"state_{s}" for s in arms}:
+                break  # both followers are gone
+        if event["type"] != "INPUT":
+            continue
+        eid = event["id"]
+        if eid.startswith("state_"):
+            side = eid.removeprefix("state_")
+            if side in arms:
+                data.qpos[arms[side].qpos] = event["value"].field("qpos")[0].values.to_numpy()
+        elif eid == "tick":
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_camlight(model, data)
+            rgb = renderer.render(data, name, depth=False, labels=False)["rgb"]
+            buf = io.BytesIO()
+            Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+            node.send_output("image", pa.array(np.frombuffer(buf.getvalue(), np.uint8)),
+                             {"encoding": "jpeg", "width": width, "height": height})
+    renderer.close()
+
+
+def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: bool = False) -> None:
+    """Scripted leader + UI: episodes of ``seconds``, ``gap`` s apart; the first cancelled and
+    restarted under the same number if ``cancel_first``; then ``quit``."""
+    pa = _pa()
+    from ..synthetic import MID_QPOS
+
+    q_type = qpos_type()
+    plan: list[tuple[float, str, dict]] = []
+    t = gap
+    number = 0
+    if cancel_first:
+        plan += [(t, "start", {"episode_number": 0, "task_index": 0}), (t + seconds / 2, "cancel", {})]
+        t += seconds / 2 + gap
+    for k in range(episodes):
+        plan += [(t, "start", {"episode_number": number, "task_index": 0}),
+                 (t + seconds, "success" if k % 2 == 0 else "fail", {})]
+        number += 1
+        t += seconds + gap
+    plan.append((t, "quit", {}))
+    t0 = None  # the plan's clock starts once every ``ready_*`` input has sent something
+    waiting = {i for i in ((node.node_config() or {}).get("inputs") or {}) if i.startswith("ready_")}
+    i = 0
+    for event in node:
+        if event["type"] != "INPUT":
+            continue
+        waiting.discard(event["id"])
+        if event["id"] != "tick":
+            continue
+        if t0 is None:
+            if waiting:
+                continue
+            t0 = time.perf_counter()
+        now = time.perf_counter() - t0
+        for side in ("right", "left"):
+            q = (MID_QPOS[side] + 0.15 * np.sin(2 * np.pi * 0.5 * now + np.arange(8))).astype(np.float32)
+            q[7] = MID_QPOS[side][7]
+            node.send_output(f"move_position_{side}", pa.array([{"qpos": q}], type=q_type))
+            node.send_output(f"action_{side}", pa.array(q, type=pa.float32()))
+        while i < len(plan) and plan[i][0] <= now:
+            _, c, md = plan[i]
+            node.send_output("command", pa.array([c]), md)
+            i += 1
+        if i == len(plan) and now > plan[-1][0] + 0.5:
+            break
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="openarm-sim-dataset-dora-sim", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="node", required=True)
+    f = sub.add_parser("follower")
+    f.add_argument("--side", choices=("right", "left"), default=os.getenv("SIDE", "right"))
+    c = sub.add_parser("camera")
+    c.add_argument("--name", default=os.getenv("CAMERA", "head"))
+    c.add_argument("--size", default=os.getenv("SIZE", "160x120"))
+    c.add_argument("--quality", type=int, default=80)
+    ld = sub.add_parser("leader")
+    ld.add_argument("--seconds", type=float, default=float(os.getenv("EPISODE_SECONDS", "1.0")))
+    ld.add_argument("--episodes", type=int, default=int(os.getenv("EPISODES", "2")))
+    ld.add_argument("--cancel-first", action="store_true")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    try:
+        from dora import Node
+    except ImportError:
+        print("the simulated dora nodes need dora-rs: pip install 'openarm-sim-dataset[dora]'", file=sys.stderr)
+        return 2
+    node = Node()
+    if args.node == "follower":
+        follower(node, args.side)
+    elif args.node == "camera":
+        w, h = (int(v) for v in args.size.lower().split("x"))
+        camera(node, args.name, w, h, args.quality)
+    else:
+        leader(node, args.seconds, args.episodes, cancel_first=args.cancel_first)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

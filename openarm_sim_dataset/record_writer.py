@@ -1,0 +1,509 @@
+"""The live recorder's writer process (the disk side of :mod:`.record`).
+
+:class:`.record.Recorder` starts one such process per recorder. The control process only copies a
+sample into a shared-memory ring (:class:`Ring`) and writes a short message (a few dozen bytes: op,
+episode id, where in the ring) into a non-blocking pipe; this process reads the messages in order,
+encodes array frames (a thread pool), writes parquet row groups and frame files, applies the
+identical-frames rule, commits or discards episodes with the protocol of :mod:`.writer`, and
+advances the ring's tail past every item it has finished with. Replies (a commit's result, an
+episode it discarded by itself) go back on a second pipe, read by a thread of the control process.
+
+It holds a duplicate of the recorder's lock (same open file description), so the dataset stays
+locked while it runs even if the control process died; a control process that dies (end of file on
+the message pipe) makes it exit at once **without** touching metadata.yaml: the episode it had open
+stays a temporary folder that the next recorder removes, its id reused (it was never listed).
+
+Message framing: 4-byte little-endian length + pickle, every message at most ``PIPE_BUF`` bytes so
+that a non-blocking write is all or nothing (POSIX), which is what makes the pipe itself the bounded
+queue: a full pipe refuses the message and the sample is counted as dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import mmap
+import os
+import pickle
+import queue
+import struct
+import threading
+from array import array
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from . import layout
+from .atomic import remove_tree
+from .camera import FrameWriter
+from .errors import DatasetError
+from .metadata import Metadata
+from .writer import StreamWriter, begin_episode, finish_episode, remove_uncommitted
+
+#: metadata.yaml key listing discarded episodes (id and reason): their ids are never used again.
+DISCARDED_KEY = "discarded_episodes"
+#: Bytes at the start of the shared memory: int64 tail (bytes released by the writer, monotonic).
+HEADER = 64
+#: Largest message (length prefix included): a pipe write of at most PIPE_BUF bytes is atomic.
+MAX_MESSAGE = 4096
+_LEN = struct.Struct("<I")
+
+
+class Ring:
+    """Bytes waiting for the writer: ``capacity`` bytes of shared memory after a :data:`HEADER`.
+
+    Positions are monotonic byte counts (``pos % capacity`` is the offset). The producer (control
+    process, under its own lock) owns ``head``; the writer stores ``tail`` (everything before it is
+    free) in the header after each item, in order. An item never wraps: one that does not fit before
+    the end starts at the next lap (the skipped bytes count as pending until the tail passes them).
+    """
+
+    def __init__(self, fd: int, capacity: int):
+        self.capacity = capacity
+        # populated at once: a first touch of a shared-memory page costs ~5 us (allocation, zeroing),
+        # i.e. ~150 us for a 640x480 JPEG in add_frame; mapped in advance it is a plain copy
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        self.mm = mmap.mmap(fd, HEADER + capacity, flags=flags)
+        self.hdr = np.frombuffer(self.mm, dtype=np.int64, count=HEADER // 8)
+        self.data = np.frombuffer(self.mm, dtype=np.uint8, offset=HEADER)
+
+    @property
+    def tail(self) -> int:
+        return int(self.hdr[0])
+
+    def view(self, pos: int, nbytes: int) -> np.ndarray:
+        off = pos % self.capacity
+        return self.data[off:off + nbytes]
+
+    def close(self) -> None:
+        self.hdr = self.data = None  # type: ignore[assignment]
+        try:
+            self.mm.close()
+        except BufferError:  # a view still exported (a frame being encoded): freed with the process
+            pass
+
+
+def make_ring_fd(capacity: int) -> int:
+    """An anonymous shared-memory file of the ring's size (memfd: nothing to clean up after a kill)."""
+    fd = os.memfd_create("openarm-recorder-ring", os.MFD_CLOEXEC)
+    os.ftruncate(fd, HEADER + capacity)
+    return fd
+
+
+def pack(msg: tuple) -> bytes:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LEN.pack(len(data)) + data
+
+
+def read_message(f) -> tuple | None:
+    """Next framed message of binary file ``f``; None at end of file."""
+    head = f.read(4)
+    if len(head) < 4:
+        return None
+    (n,) = _LEN.unpack(head)
+    data = f.read(n)
+    if len(data) < n:
+        return None
+    return pickle.loads(data)
+
+
+class _WEpisode:
+    """Writer-side state of one episode."""
+
+    def __init__(self, episode_id: str, stale_ns: int | None):
+        self.id = episode_id
+        self.stale_ns = stale_ns
+        self.reason: str | None = None
+        self.tmp: Path | None = None
+        self.streams: dict[tuple[str, str], StreamWriter] = {}
+        self.frames: dict[str, FrameWriter] = {}
+        self.rates: dict = {}
+        self.prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
+        self.known: dict[str, tuple] = {}  # camera -> (stamps, sizes, sha256 digests) of frames written
+        self.gone = False
+
+
+def writer_main(root: str, camera_format: str, capacity: int, stale_after_s: float | None,
+                encoder_threads: int, jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int,
+                reply_fd: int) -> None:
+    """Body of the writer process."""
+    _yield_to_the_caller()
+    _Writer(Path(root), camera_format, capacity, stale_after_s, encoder_threads, jpeg_quality,
+            lock_fd, ring_fd, msg_fd, reply_fd).run()
+
+
+def _yield_to_the_caller() -> None:
+    """The writer is woken by every message of the control loop; at the same priority the kernel
+    would often run it at once, preempting the loop that just woke it (the tail of ``add_frame``
+    latency on a busy machine). SCHED_BATCH (no wake-up preemption) and nice :data:`WRITER_NICE`
+    leave the CPU to the loop; the writer catches up in the loop's sleeps (the ring absorbs it)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.nice(int(os.environ.get("OPENARM_RECORDER_WRITER_NICE", WRITER_NICE)))
+    except (OSError, ValueError):
+        pass
+
+
+#: niceness added to the writer process (OPENARM_RECORDER_WRITER_NICE overrides)
+WRITER_NICE = 5
+
+
+# ------------------------------------------------------------------------------ zygote
+# Why not multiprocessing: its spawn and forkserver methods re-import the caller's __main__ script
+# in the child (an unguarded script would run again), and fork copies the caller's threads' state
+# (GL contexts, locks held by camera threads). The zygote is a clean interpreter started once per
+# control process (~1 s: numpy, pyarrow imported), forking a writer in a few ms per recorder.
+
+class Zygote:
+    """Control-process handle of the zygote (``python -m openarm_sim_dataset.record_writer``)."""
+
+    def __init__(self):
+        import socket
+        import subprocess
+        import sys
+
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pkg_root = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (pkg_root, os.environ.get("PYTHONPATH")) if p))
+        self.proc = subprocess.Popen([sys.executable, "-m", "openarm_sim_dataset.record_writer", str(child.fileno())],
+                                     pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        child.close()
+        self.sock = parent
+        self.pid = os.getpid()  # a forked caller starts its own zygote
+        self.lock = threading.Lock()
+        self.file = parent.makefile("rb")
+        import atexit
+
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """End the zygote (end of file on its socket); writers still running end on their own."""
+        self.file.close()
+        self.sock.close()
+        try:
+            self.proc.wait(5)
+        except Exception:  # noqa: BLE001 - at exit: never hang
+            self.proc.kill()
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None
+
+    def _ask(self, msg: tuple, fds: list[int] = ()) -> tuple:
+        import socket
+
+        data = pack(msg)
+        with self.lock:
+            socket.send_fds(self.sock, [data], list(fds)) if fds else self.sock.sendall(data)
+            reply = read_message(self.file)
+        if reply is None:
+            raise OSError(f"the recorder's zygote process exited (code {self.proc.poll()})")
+        return reply
+
+    def fork_writer(self, args: tuple, fds: list[int]) -> int:
+        """Fork a writer running ``writer_main(*args, *fds)``; its pid."""
+        return self._ask(("fork", args), fds)[1]
+
+    def wait(self, pid: int) -> int:
+        """Exit status of writer ``pid`` once it ended (waits): a negative signal number if killed."""
+        return self._ask(("wait", pid))[1]
+
+
+_ZYGOTE: Zygote | None = None
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def zygote() -> Zygote:
+    global _ZYGOTE
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE is None or not _ZYGOTE.alive():
+            _ZYGOTE = Zygote()
+        return _ZYGOTE
+
+
+def _zygote_main(fd: int) -> None:
+    import socket
+
+    import pyarrow.parquet  # noqa: F401 - imported once here, not in every writer
+    from PIL import Image  # noqa: F401
+
+    from . import record  # noqa: F401
+
+    sock = socket.socket(fileno=fd)
+    status: dict[int, int] = {}
+    buf = b""
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
+        except OSError:
+            data = b""
+        if not data:
+            os._exit(0)  # the control process is gone; the writers end on their own pipes
+        buf += data
+        while len(buf) >= 4 and len(buf) >= 4 + _LEN.unpack(buf[:4])[0]:
+            n = _LEN.unpack(buf[:4])[0]
+            msg, buf = pickle.loads(buf[4:4 + n]), buf[4 + n:]
+            if msg[0] == "fork":
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    try:
+                        writer_main(*msg[1], *fds)
+                    except BaseException:  # noqa: BLE001 - a bug: shown on stderr, the caller sees the exit
+                        import traceback
+
+                        traceback.print_exc()
+                    finally:
+                        os._exit(1)
+                for f in fds:
+                    os.close(f)
+                fds = []
+                sock.sendall(pack(("pid", pid)))
+            elif msg[0] == "wait":
+                pid = msg[1]
+                if pid not in status:
+                    _, st = os.waitpid(pid, 0)
+                    status[pid] = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
+                sock.sendall(pack(("status", status.pop(pid))))
+
+
+class _Writer:
+    def __init__(self, root: Path, camera_format: str, capacity: int, stale_after_s, encoder_threads: int,
+                 jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int, reply_fd: int):
+        self.root = root
+        self.camera_format = camera_format
+        self.stale_after_s = stale_after_s
+        self.jpeg_quality = jpeg_quality
+        self.lock_fd = lock_fd  # kept open: the dataset stays locked while this process lives
+        self.ring = Ring(ring_fd, capacity)
+        os.close(ring_fd)
+        self.msgs = os.fdopen(msg_fd, "rb", buffering=1 << 16)
+        self.reply_fd = reply_fd
+        self.reply_lock = threading.Lock()
+        self.encoder = ThreadPoolExecutor(max(1, encoder_threads), thread_name_prefix="openarm-recorder-jpeg")
+        self.episodes: dict[str, _WEpisode] = {}
+        self.work: queue.SimpleQueue = queue.SimpleQueue()
+        self.meta: Metadata | None = None
+
+    # ------------------------------------------------------------------ plumbing
+    def reply(self, msg: tuple) -> None:
+        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+        with self.reply_lock:
+            _write_all(self.reply_fd, _LEN.pack(len(data)) + data)
+
+    def release(self, pos: int, nbytes: int) -> None:
+        self.ring.hdr[0] = pos + ((nbytes + 7) & ~7)  # items finish in ring order (8-byte aligned)
+
+    def run(self) -> None:
+        try:
+            self.meta = Metadata.load(self.root)
+            removed = remove_uncommitted(self.root, self.meta)
+            self.reply(("ready", copy.deepcopy(self.meta.data), [str(p) for p in removed]))
+        except BaseException as e:  # noqa: BLE001 - reported to the control process, which raises it
+            self.reply(("ready", None, f"{type(e).__name__}: {e}"))
+            return
+        writer = threading.Thread(target=self.write_loop, name="openarm-recorder-disk", daemon=True)
+        writer.start()
+        while True:
+            try:
+                msg = read_message(self.msgs)
+            except Exception:  # noqa: BLE001 - a torn message: the control process died mid-write
+                msg = None
+            if msg is None:  # the control process is gone: leave the open episode for the next recorder
+                os._exit(0)
+            op = msg[0]
+            if op == "frame" and msg[6] is not None:  # an RGB array: encoded in the pool, written in order
+                _, _, camera, ts, pos, nbytes, shape = msg
+                rgb = self.ring.view(pos, nbytes).reshape(shape)
+                fut = self.encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
+                self.work.put((*msg[:6], fut))
+            else:
+                self.work.put(msg)
+            if op == "stop":
+                writer.join()
+                self.encoder.shutdown()
+                os._exit(0)
+
+    # ------------------------------------------------------------------ disk thread
+    def write_loop(self) -> None:
+        while True:
+            item = self.work.get()
+            op = item[0]
+            if op == "stop":
+                return
+            ep = self.episodes.get(item[1])
+            try:
+                if op == "open":
+                    ep = self.episodes[item[1]] = _WEpisode(item[1], item[2])
+                    ep.tmp = begin_episode(self.root, ep.id)
+                elif op == "rows":
+                    self.rows(ep, item)
+                elif op == "frame":
+                    self.frame(ep, item)
+                elif op == "commit":
+                    res = self.commit(ep, item[2])
+                    self.episodes.pop(item[1], None)
+                    self.reply(("done", item[3], res, None, copy.deepcopy(self.meta.data)))
+                elif op == "set":
+                    d = self.meta.data
+                    for k in item[2][:-1]:
+                        if not isinstance(d.get(k), dict):
+                            d[k] = {}
+                        d = d[k]
+                    d[item[2][-1]] = item[3]
+                    self.meta.write(self.root)
+                    self.reply(("done", item[4], None, None, copy.deepcopy(self.meta.data)))
+                elif op == "discard":
+                    self.discard(ep, item[1], item[2])
+                    self.episodes.pop(item[1], None)
+                    if item[3] is not None:
+                        self.reply(("done", item[3], None, None, copy.deepcopy(self.meta.data)))
+            except BaseException as e:  # noqa: BLE001 - any failure ends the episode, never the process
+                reason = f"write failed: {e}" if isinstance(e, DatasetError) else f"write failed: {type(e).__name__}: {e}"
+                if ep is not None and ep.reason is None:
+                    ep.reason = reason
+                if ep is not None:
+                    try:
+                        self.discard(ep, ep.id, ep.reason)
+                    except BaseException as e2:  # noqa: BLE001
+                        ep.reason += f"; removing it failed too: {e2}"
+                if op in ("commit", "discard", "set") and item[-1] is not None:
+                    self.reply(("done", item[-1], None, reason if op != "discard" else None,
+                                copy.deepcopy(self.meta.data)))
+                elif ep is not None:
+                    self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
+            finally:
+                if op in ("rows", "frame"):
+                    self.release(item[-3] if op == "frame" else item[7], item[-2] if op == "frame" else item[9])
+
+    def rows(self, ep: _WEpisode | None, item: tuple) -> None:
+        _, _, kind, embodiment, component, name, attrs, pos, n, nbytes, width = item
+        if ep is None or ep.gone:
+            return
+        buf = self.ring.view(pos, nbytes)
+        ts = buf[:8 * n].view(np.int64)
+        values = {}
+        off = 8 * n
+        for a in attrs:
+            values[a] = buf[off:off + 4 * n * width].view(np.float32).reshape(n, width)
+            off += 4 * n * width
+        key = (kind, name)
+        w = ep.streams.get(key)
+        if w is None:
+            from .record import _RateMeter
+
+            w = ep.streams[key] = StreamWriter(ep.tmp, kind, embodiment, component, attrs)
+            ep.rates[name] = _RateMeter()
+        w.write(ts, values)
+        ep.rates[name].add(ts.copy())
+
+    def frame(self, ep: _WEpisode | None, item: tuple) -> None:
+        _, _, camera, ts, pos, nbytes, payload = item
+        if isinstance(payload, Future):
+            payload = payload.result()
+        else:
+            payload = self.ring.view(pos, nbytes).tobytes()
+        if ep is None or ep.gone:
+            return
+        prev = ep.prev.get(camera)
+        if prev is not None and prev[0] == payload:
+            run_start = prev[1]
+            if ep.stale_ns is not None and ts - run_start > ep.stale_ns:
+                if ep.reason is None:
+                    ep.reason = (f"camera {camera!r} sent identical frames for {(ts - run_start) / 1e9:.3f} s "
+                                 f"(from {run_start} to {ts} ns; limit {self.stale_after_s:g} s)")
+                self.discard(ep, ep.id, ep.reason)
+                self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
+                return
+        else:
+            run_start = ts
+        ep.prev[camera] = (payload, run_start)
+        w = ep.frames.get(camera)
+        if w is None:
+            from .record import _RateMeter
+
+            name = layout.check_name(camera, "camera name")
+            path = ep.tmp / layout.CAMERAS_DIR / (name + (layout.TAR_SUFFIX if self.camera_format == "tar" else ""))
+            w = ep.frames[camera] = FrameWriter(path, self.camera_format)
+            ep.rates["cameras/" + camera] = _RateMeter()
+        w.write(ts, payload)
+        if w.format == "dir":  # hashed now, while in memory: the manifest need not read it back
+            stamps, sizes, digests = ep.known.setdefault(camera, (array("q"), array("q"), bytearray()))
+            stamps.append(ts)
+            sizes.append(len(payload))
+            digests += hashlib.sha256(payload).digest()
+        ep.rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
+
+    def close_files(self, ep: _WEpisode) -> None:
+        for w in [*ep.streams.values(), *ep.frames.values()]:
+            w.close()
+        ep.streams, ep.frames = {}, {}
+
+    def discard(self, ep: _WEpisode | None, episode_id: str, reason: str) -> None:
+        """Remove the episode's files and record its id under ``discarded_episodes:`` (also for an
+        episode this process never saw: one a killed writer left, removed on start)."""
+        if ep is not None:
+            if ep.gone:
+                return
+            ep.gone = True
+            ep.prev, ep.known = {}, {}
+        try:
+            if ep is not None:
+                self.close_files(ep)
+        finally:
+            if ep is not None and ep.tmp is not None:
+                remove_tree(ep.tmp)
+            if reason is None:  # cancelled: the id is free again, nothing recorded
+                return
+            if episode_id in self.meta.episode_ids or \
+                    any(str(d.get("id")) == episode_id for d in self.meta.data.get(DISCARDED_KEY) or []):
+                return  # listed (its commit completed before a crash) or recorded already
+            self.meta.data.setdefault(DISCARDED_KEY, []).append({"id": episode_id, "reason": reason})
+            self.meta.write(self.root)
+
+    def commit(self, ep: _WEpisode | None, entry: dict) -> tuple | None:
+        from .record import _dataset_frequencies, _manifest_entries, _nest
+
+        if ep is None or ep.gone:
+            return None
+        rows = {name: w.rows for (_kind, name), w in ep.streams.items()}  # stored (dropped blocks excluded)
+        self.close_files(ep)
+        measured = _nest({k: m.hz() for k, m in ep.rates.items()}, digits=3)
+        entry = dict(entry)
+        if measured:
+            entry["measured_hz"] = measured
+        old = copy.deepcopy(self.meta.data.get("frequencies"))
+        self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
+        try:
+            finish_episode(self.root, self.meta, entry, ep.tmp, known=_manifest_entries(ep.known))
+        except BaseException:
+            self.meta.data["frequencies"] = old
+            raise
+        ep.gone = True
+        return entry, rows
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
+if __name__ == "__main__":  # the zygote: python -m openarm_sim_dataset.record_writer <socket fd>
+    import sys
+
+    from openarm_sim_dataset import record_writer as _module  # one copy of this module, not __main__'s
+
+    _module._zygote_main(int(sys.argv[1]))

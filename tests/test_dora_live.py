@@ -1,0 +1,46 @@
+"""A live ``dora run`` of the simulated data-collection dataflow (tools/dora_sim_dataflow.py): two
+simulated followers on the MuJoCo OpenArm, a rendered camera, a scripted leader/UI and our recording
+node; its episodes pass dataset-validate's checks of content and form and openarm_dataset reads them
+as we do. With dora-openarm-dataset-recorder installed, the same dataflow runs it side by side."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dora")
+pytest.importorskip("mujoco")
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+import dora_sim_dataflow as flow  # noqa: E402
+
+from conftest import assert_reads_like_reference  # noqa: E402
+from openarm_sim_dataset import Dataset  # noqa: E402
+from openarm_sim_dataset.validate.core import validate  # noqa: E402
+
+#: checks of timing that a loaded CI machine can fail without any fault of the recorder (samples the
+#: simulated nodes were late to send; issue 18 makes them warnings for recorded data)
+TIMING = {"timestamps", "camera_rate", "camera_span"}
+
+
+@pytest.mark.slow  # a real dataflow: 5-6 processes, MuJoCo, ~20-40 s
+def test_live_dataflow_records_episodes_that_validate_and_read_identically(tmp_path):
+    if shutil.which("dora", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("no dora CLI in this environment (pip install dora-rs-cli)")
+    reference = shutil.which("dora-openarm-dataset-recorder", path=str(Path(sys.executable).parent)) is not None
+    p = flow.run(tmp_path, timeout=240, reference=reference, seconds=1.0, episodes=2)
+    log = p.stdout + p.stderr
+    (tmp_path / "run.log").write_text(log)
+    assert "Traceback" not in "\n".join(line for line in log.splitlines() if " recorder: " in line), log[-3000:]
+    ours = tmp_path / "data" / "ours"
+    ds = Dataset(ours)
+    assert ds.episode_ids, log[-3000:]
+    report = validate(ds)
+    failed = {r.check: r.detail for r in report if r.failed and r.check not in TIMING}
+    assert not failed, failed
+    assert assert_reads_like_reference(ours) > 1000
+    # the episodes are committed with their manifest: nothing temporary left, nothing unlisted
+    assert not list(ours.rglob(".tmp-*"))

@@ -1,0 +1,117 @@
+"""Write (and optionally run) the simulated data-collection dataflow: two simulated followers on the
+MuJoCo OpenArm, a rendered camera, a scripted leader/UI, and recording nodes side by side.
+
+    python tools/dora_sim_dataflow.py --out out/flow [--reference] [--seconds 1] [--episodes 2] [--run]
+
+Writes ``<out>/dataflow.yml``; with ``--run`` runs it (``dora run``) and prints, per recorder, the
+episodes it kept, the samples stored and the inputs dora dropped at the default queue sizes
+("event channel full; dropping ... input" lines of the dataflow's log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def dataflow(out: Path, python: str = sys.executable, reference: bool = False, seconds: float = 1.0,
+             episodes: int = 2, camera_hz: int = 10, size: str = "64x48", command_queue: int = 100) -> str:
+    """The dataflow YAML. Every input keeps dora's default queue size except ``command`` (a command
+    dropped by a full channel would leave both recorders out of step with the UI: not what is compared)."""
+    env = {"PYTHONPATH": str(ROOT), "MUJOCO_GL": "egl"}
+
+    def node(id_, args, inputs, outputs=(), extra_env=None, path=python):
+        return {"id": id_, "path": path, **({"args": args} if args else {}), "env": {**env, **(extra_env or {})},
+                "inputs": inputs, **({"outputs": list(outputs)} if outputs else {})}
+
+    sim = "-m openarm_sim_dataset.dora.sim_nodes"
+    rec_inputs = {"command": {"source": "leader/command", "queue_size": command_queue},
+                  "arm_right_observation": "right/state", "arm_left_observation": "left/state",
+                  "arm_right_action": "leader/action_right", "arm_left_action": "leader/action_left",
+                  "camera_head": "head/image"}
+    nodes = [
+        node("leader", f"{sim} leader --seconds {seconds} --episodes {episodes}",
+             {"tick": "dora/timer/millis/4", "ready_right": {"source": "right/state", "queue_size": 1},
+              "ready_left": {"source": "left/state", "queue_size": 1}, "ready_head": {"source": "head/image", "queue_size": 1}},
+             ["move_position_right", "move_position_left", "action_right", "action_left", "command"]),
+        *(node(side, f"{sim} follower --side {side}",
+               {"request_state": "dora/timer/millis/4", "move_position": f"leader/move_position_{side}"},
+               ["state", "position", "status"]) for side in ("right", "left")),
+        node("head", f"{sim} camera --name head --size {size}",
+             {"tick": f"dora/timer/millis/{1000 // camera_hz}",
+              "state_right": {"source": "right/state", "queue_size": 1},
+              "state_left": {"source": "left/state", "queue_size": 1}}, ["image"]),
+        node("recorder", "-m openarm_sim_dataset.dora.recorder_node", rec_inputs,
+             extra_env={"DIRECTORY": str(out / "data"), "NAME": "ours"}),
+    ]
+    if reference:
+        ref = str(Path(python).with_name("dora-openarm-dataset-recorder"))
+        nodes.append(node("reference", None, rec_inputs, extra_env={"DIRECTORY": str(out / "data"), "NAME": "reference"},
+                          path=ref))
+    return json.dumps({"nodes": nodes}, indent=1)  # JSON is YAML
+
+
+def drops(log: str) -> dict[str, int]:
+    """Inputs dora dropped per node, from the dataflow's log (its counters are cumulative per input)."""
+    out: dict[tuple[str, str], int] = {}
+    for m in re.finditer(r"^[0-9:]+ stdout (\w+): (\{.*\"drops\".*\})\s*$", log, re.M):
+        try:
+            fields = json.loads(m.group(2))["fields"]
+        except (ValueError, KeyError):
+            continue
+        key = (m.group(1), fields.get("input", "?"))
+        out[key] = max(out.get(key, 0), int(fields.get("drops", 0)))
+    per: dict[str, int] = {}
+    for (nid, _inp), n in out.items():
+        per[nid] = per.get(nid, 0) + n
+    return per
+
+
+def run(out: Path, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "dataflow.yml").write_text(dataflow(out, **kw))
+    dora = str(Path(sys.executable).with_name("dora"))
+    return subprocess.run([dora, "run", "dataflow.yml", "--stop-after", f"{int(timeout)}s"], cwd=out,
+                          capture_output=True, text=True, timeout=timeout + 60)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--reference", action="store_true", help="the PyPI recorder side by side")
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--episodes", type=int, default=2)
+    ap.add_argument("--run", action="store_true")
+    args = ap.parse_args()
+    if not args.run:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "dataflow.yml").write_text(dataflow(args.out, reference=args.reference, seconds=args.seconds,
+                                                        episodes=args.episodes))
+        print(args.out / "dataflow.yml")
+        return 0
+    p = run(args.out, reference=args.reference, seconds=args.seconds, episodes=args.episodes)
+    log = p.stdout + p.stderr
+    (args.out / "run.log").write_text(log)
+    print(f"dora run: exit {p.returncode}; inputs dropped by dora per node: {drops(log)}")
+    from openarm_sim_dataset import Dataset
+
+    for name in ("ours", "reference"):
+        root = args.out / "data" / name
+        if (root / "metadata.yaml").exists():
+            import pyarrow.parquet as pq
+
+            ds = Dataset(root)
+            rows = {e: pq.ParquetFile(root / "episodes" / e / "obs/arms/right/state.parquet").metadata.num_rows
+                    for e in ds.episode_ids}
+            print(f"  {name}: episodes {ds.episode_ids}, obs rows (right arm) {rows}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
