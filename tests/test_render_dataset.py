@@ -316,7 +316,7 @@ def test_visual_variants_replay_exactly_validate_and_are_reproducible(tiny_physi
 @pytest.mark.slow
 def test_render_on_ray_equals_a_local_render(tiny_physics, tmp_path):
     """Render tasks on a local Ray cluster (no GPU: --ray-gpus-per-task falls back to CPU tasks) give the
-    files of a local render; a GPU request no node can meet would wait forever: refused in one line."""
+    files of a local render; physics-only generation on Ray gives the local physics-only files."""
     ray = pytest.importorskip("ray")
     from openarm_sim_dataset.cluster import RayOptions
     from openarm_sim_dataset.sim.render_dataset import gpu_placement
@@ -335,5 +335,9 @@ def test_render_on_ray_equals_a_local_render(tiny_physics, tmp_path):
         render_dataset(tiny_physics, out, cfg, ray=RayOptions(address=address), ray_gpus_per_task=1.0)
         assert tree_bytes(out) == tree_bytes(local)
         assert metadata_without_render(out) == metadata_without_render(local)
+        # physics-only generation as Ray tasks (no renderer in the workers either): the local files
+        phys = tmp_path / "phys"
+        assert generate(phys, range(1), physics_only(tiny_config()), ray=RayOptions(address=address)).made == 1
+        assert tree_bytes(phys, skip=()) == tree_bytes(tiny_physics, skip=())
     finally:
         ray.shutdown()
