@@ -94,9 +94,7 @@ def test_generate_none_then_render_equals_direct_generation(tiny_physics, tiny_g
     render = yaml.safe_load((out / "metadata.yaml").read_text())["simulation"][RENDER_KEY]
     assert render["settings"]["cameras"] == ["head"] and render["settings"]["camera_hz"] == 2.5
     assert set(render["source"]["episodes"]) == {"0"} and len(render["source"]["metadata_sha256"]) == 64
-    # a rerun finds everything done; contradicting arguments are refused
-    assert "0 rendered, 1 already present" in run_cli("render", tiny_physics, out, "--cameras", "head", "--size",
-                                                      "32x24", "--quiet").stdout
+    # a rerun with contradicting arguments is refused (a rerun with the same ones: the SIGKILL test)
     r = run_cli("render", tiny_physics, out, "--cameras", "head", "--size", "40x30", "--quiet", check=2)
     assert "contradict" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
@@ -232,6 +230,8 @@ def test_sigkill_mid_render_then_rerun_resumes_to_the_same_result(tiny_generated
     r = subprocess.run(cmd(out), env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert tree_bytes(ref) == tree_bytes(out)
+    again = subprocess.run(cmd(out), env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "0 rendered, 2 already present" in again.stdout, again.stderr
     assert metadata_without_render(ref) == metadata_without_render(out)
     assert not list((out / "episodes").glob(".tmp-*"))
 
@@ -316,7 +316,7 @@ def test_visual_variants_replay_exactly_validate_and_are_reproducible(tiny_physi
 @pytest.mark.slow
 def test_render_on_ray_equals_a_local_render(tiny_physics, tmp_path):
     """Render tasks on a local Ray cluster (no GPU: --ray-gpus-per-task falls back to CPU tasks) give the
-    files of a local render; a GPU request no node can meet would wait forever: refused in one line."""
+    files of a local render; physics-only generation on Ray gives the local physics-only files."""
     ray = pytest.importorskip("ray")
     from openarm_sim_dataset.cluster import RayOptions
     from openarm_sim_dataset.sim.render_dataset import gpu_placement
@@ -335,5 +335,9 @@ def test_render_on_ray_equals_a_local_render(tiny_physics, tmp_path):
         render_dataset(tiny_physics, out, cfg, ray=RayOptions(address=address), ray_gpus_per_task=1.0)
         assert tree_bytes(out) == tree_bytes(local)
         assert metadata_without_render(out) == metadata_without_render(local)
+        # physics-only generation as Ray tasks (no renderer in the workers either): the local files
+        phys = tmp_path / "phys"
+        assert generate(phys, range(1), physics_only(tiny_config()), ray=RayOptions(address=address)).made == 1
+        assert tree_bytes(phys, skip=()) == tree_bytes(tiny_physics, skip=())
     finally:
         ray.shutdown()

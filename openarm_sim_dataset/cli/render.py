@@ -80,11 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             from tqdm import tqdm
 
-            bar = tqdm(unit="ep", desc="render", file=sys.stderr,
-                       bar_format="{l_bar}{bar}| {n_fmt} [{elapsed}, {rate_noinv_fmt}{postfix}]")
+            total = None
+            try:  # the bar's length; an unreadable source is the library's one-line error below
+                from ..metadata import Metadata
+
+                total = len(Metadata.load(args.src).episodes) * max(1, cfg.visual_variants)
+            except Exception:  # noqa: BLE001
+                pass
+            bar = tqdm(total=total, unit="ep", desc="render", file=sys.stderr,
+                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
         t0 = time.perf_counter()
 
-        def progress(episode: str, entry: dict) -> None:
+        def progress(episode: str, entry: dict) -> None:  # noqa: ARG001
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix_str(f"episode {episode}")
@@ -92,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             summary = render_dataset(args.src, args.out, cfg, workers=args.workers, progress=progress, ray=ray,
                                      ray_gpus_per_task=args.ray_gpus_per_task)
+            if bar is not None:
+                bar.update(summary.skipped)  # found committed: done too
         finally:
             if bar is not None:
                 bar.close()
         dt = time.perf_counter() - t0
-        per = f", {dt / summary.frames * 1e3:.1f} ms per camera frame" if summary.frames else ""
+        per = f", {dt / summary.frames * 1e3:.1f} ms per camera frame (start-up included)" if summary.frames else ""
         print(f"{args.out}: {len(summary.episodes)} episode(s) ({summary.made} rendered, {summary.skipped} already "
               f"present), {summary.frames} camera frames in {dt:.1f} s{per}")
         return 0

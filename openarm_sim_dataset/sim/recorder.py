@@ -156,7 +156,11 @@ class StepRecorder:
     to ``ctrl``; ``data.time == s * timestep``) and once more after the final step (``s`` = number of
     steps, ``ctrl`` = the last control), the hook contract of :func:`~.tasks.run_episode`; then
     :meth:`finish`. Any loop that steps the physics (the scripted generator, an environment driven by
-    a policy) records through this one class, so their outputs cannot differ in form."""
+    a policy) records through this one class, so their outputs cannot differ in form.
+
+    ``renderer`` None (and no ``cameras``): physics only, as ``dataset-generate --cameras none``: the
+    per-frame states are still taken every ``camera_hz`` frame, nothing is drawn and no ``cam_*`` array
+    is written (``dataset-render`` draws the cameras later, :mod:`.render_dataset`)."""
 
     def __init__(self, model: mujoco.MjModel, renderer: SimRenderer | None, index: int,
                  rec: RecordConfig = RecordConfig(), cameras: tuple[str, ...] | None = None) -> None:

@@ -107,6 +107,9 @@ class RenderedEpisode:
 
 @dataclass
 class RenderSummary:
+    """Outcome of a render: the output's entries (found + made), how many were rendered now and found
+    already committed, and the camera frames drawn now."""
+
     episodes: list[dict]
     made: int
     skipped: int
