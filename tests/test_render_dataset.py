@@ -74,6 +74,18 @@ def test_physics_only_episode_has_no_camera_part(tiny_physics):
     assert np.array_equal(side["step"], np.arange(len(side["step"])) * 200.0)
 
 
+def test_physics_only_dataset_validates_with_the_pixel_checks_not_applicable(tiny_physics):
+    """No false alarm on what the project writes: a physics-only dataset has nothing drawn, so the checks
+    of drawn pixels are skips that do not apply (no GL context made for them), never failures."""
+    from openarm_sim_dataset.validate import validate
+
+    rows = {r.check: r for r in validate(Dataset(tiny_physics))}
+    assert [n for n, r in rows.items() if r.failed] == []
+    for name in ("sim_geometry", "sim_render"):
+        assert rows[name].skipped and not rows[name].applicable and "physics-only" in rows[name].detail
+    assert rows["sim_replay"].status == "pass" and rows["sim_labels"].status == "pass"
+
+
 def first_episode(src: Path, dst: Path) -> Path:
     """Episode 0 of ``src`` alone (metadata and files), as a dataset."""
     from openarm_sim_dataset.metadata import Metadata

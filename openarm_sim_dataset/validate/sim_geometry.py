@@ -14,7 +14,8 @@ from .. import sidecar
 from ..gl import import_mujoco
 from .core import Context, EpisodeCheck, Outcome
 from .sim_model import (
-    CUBE_HALF_DIAGONAL, ModelProblem, _cameras, _episode_K, _model_problems, _sidecar_and_model, back_project, project,
+    CUBE_HALF_DIAGONAL, ModelProblem, _cameras, _episode_K, _model_problems, _sidecar_and_model, back_project,
+    camera_episodes, physics_only, project,
 )
 
 
@@ -63,6 +64,8 @@ def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelPr
 
 
 def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    if not _cameras(ctx):
+        return physics_only(ctx)
     parts, bad, problems = _model_problems(parts)
     figures = []
     for ep, medians in parts.items():
@@ -75,7 +78,7 @@ def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     return Outcome(not bad and bool(figures), detail + (f"; {problems[0]}" if problems else ""), bad)
 
 
-check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce)
+check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce, select=camera_episodes)
 
 
 def _fixed_camera(ctx: Context) -> str | None:

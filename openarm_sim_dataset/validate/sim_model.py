@@ -165,6 +165,20 @@ def _cameras(ctx: Context) -> list[str]:
     return list((_sim(ctx).get("cameras") or {}).keys())
 
 
+def camera_episodes(ctx: Context) -> list[str]:
+    """The episodes a check of drawn pixels looks at: every one, or none in a physics-only dataset
+    (``dataset-generate --cameras none``: nothing was drawn, so there is nothing to check)."""
+    return list(ctx.episodes) if _cameras(ctx) else []
+
+
+#: The row of a check of drawn pixels on a physics-only dataset: not applicable, never a failure.
+def physics_only(ctx: Context):
+    from .core import Outcome
+
+    return Outcome(True, "physics-only dataset (no cameras recorded): nothing drawn to check", skipped=True,
+                   applicable=False)
+
+
 def _K(ctx: Context, cam: str) -> np.ndarray:
     return np.asarray(_sim(ctx)["cameras"][cam]["K"], dtype=np.float64)
 

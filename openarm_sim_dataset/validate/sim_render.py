@@ -7,7 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _sidecar_and_model, _sim, model, renderer, same_renderer, scene_config
+from .sim_model import (
+    ModelProblem, _cameras, _sidecar_and_model, _sim, camera_episodes, model, physics_only, renderer, same_renderer,
+    scene_config,
+)
 
 
 class _StoredJpegs:
@@ -53,6 +56,8 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
 
 
 def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
+    if not _cameras(ctx):
+        return physics_only(ctx)
     sim = _sim(ctx)
     same = same_renderer(ctx, r)
     stride = max(1, int(ctx.t.sim_render_stride))
@@ -83,7 +88,9 @@ def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
     return Outcome(not bad and not missing and n > 0, detail, bad + missing)
 
 
-check_sim_render = EpisodeCheck(_render_episode, _render_reduce, renderer)
+# (no GL context is made for a physics-only dataset: it may be validated where nothing renders)
+check_sim_render = EpisodeCheck(_render_episode, _render_reduce,
+                                lambda ctx: renderer(ctx) if _cameras(ctx) else None, select=camera_episodes)
 
 
 def check_sim_regenerate(ctx: Context) -> Outcome:
