@@ -44,7 +44,8 @@ def test_simulated_frame_panels_hold_the_stored_data(generated, tmp_path):
         assert np.array_equal(panel, np.repeat(np.repeat(pal[labels], lay.scale, 0), lay.scale, 1))
         rgb = ds.load_camera(cam, "1").get_frame(20).load()
         assert np.array_equal(crop(img, lay.panels[(cam, "rgb")]), np.repeat(np.repeat(rgb, lay.scale, 0), lay.scale, 1))
-        assert len(colours(crop(img, lay.panels[(cam, "depth")]))) > 20  # a colour map, not a flat panel
+        # a colour map, not a flat panel (the resting left arm's wrist view, table and floor, spans fewer depths: 14)
+        assert len(colours(crop(img, lay.panels[(cam, "depth")]))) > (10 if cam == "wrist_left" else 20)
     wrist = sim["labels/wrist_right"][1][20]
     assert set(np.unique(wrist)) != set(np.unique(sim["labels/head"][1][20]))  # the two panels really differ
 

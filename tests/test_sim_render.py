@@ -24,7 +24,7 @@ def setup():
 def test_shapes_and_labels(setup):
     model, data, r = setup
     out = r.render_all(data)
-    assert set(out) == {"head", "wrist_right"}
+    assert set(out) == {"head", "wrist_right", "wrist_left"}  # the default set
     for cam, o in out.items():
         assert o["rgb"].shape == (120, 160, 3) and o["rgb"].dtype == np.uint8
         assert o["depth"].shape == (120, 160) and o["depth"].dtype == np.float32
@@ -37,7 +37,7 @@ def test_shapes_and_labels(setup):
     # red pixels are red
     red = out["head"]["rgb"][head == 4].astype(int)
     assert (red[:, 0] > red[:, 1] + 40).mean() > 0.8
-    assert (out["wrist_right"]["labels"] == 3).sum() > 0  # own fingers in view
+    assert (out["wrist_right"]["labels"] == 3).sum() > 0 and (out["wrist_left"]["labels"] == 3).sum() > 0  # own fingers in view
     assert isinstance(r.gl_renderer, str) and r.gl_renderer
 
 

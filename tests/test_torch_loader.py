@@ -155,7 +155,7 @@ def test_tar_cameras_give_the_same_tensors_as_folders(generated_one, tmp_path):
         p.rename(p.with_suffix(".jpg"))
     a, b, c = (TorchDataset(p, hz=HZ) for p in (generated_one, tar, legacy))
     assert a.index.camera_direct.all() and b.index.frame_offset.min() >= 0
-    assert c.index.camera_direct.tolist() == [[False, True]]
+    assert c.index.camera_direct.tolist() == [[False, True, True]]  # head renamed; wrist_right, wrist_left direct
     assert len(a) == len(b) == len(c)
     for i in range(len(a)):
         _assert_items_equal(a[i], b[i])
