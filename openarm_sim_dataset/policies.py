@@ -117,7 +117,7 @@ class ZeroPolicy:
 
 class RandomPolicy:
     """A random walk of the 16 targets, seeded by the episode (``default_rng([seed, index, 0x726E64])``):
-    every second a new goal is drawn uniformly inside the joint and control ranges (0.1 rad inside
+    every second a new goal is drawn uniformly inside the joint and control ranges (:attr:`MARGIN` inside
     both); the targets start at the first observation's positions and move towards the goal at
     most :attr:`MAX_STEP` rad per control step (10 Hz: 2 rad/s). Rate-limited so that its rollouts
     are commands a real arm could be given (they pass the validator's jump and joint-limit checks,
@@ -129,6 +129,8 @@ class RandomPolicy:
     control_hz = 10.0
     #: rad per control step
     MAX_STEP = 0.2
+    #: rad inside the joint and control ranges for the goals (a servo overshoots a little; contacts push)
+    MARGIN = 0.25
     #: control steps between goals
     GOAL_EVERY = 10
 
@@ -141,7 +143,7 @@ class RandomPolicy:
         limited = m.jnt_limited[joints].astype(bool)
         lo[limited] = np.maximum(lo[limited], m.jnt_range[joints[limited], 0])
         hi[limited] = np.minimum(hi[limited], m.jnt_range[joints[limited], 1])
-        self.low, self.high = lo + 0.1, hi - 0.1
+        self.low, self.high = lo + self.MARGIN, hi - self.MARGIN
         self.rng = np.random.default_rng([int(info["seed"]), int(info["index"]), 0x726E64])
         self.target = None
         self.k = 0

@@ -47,9 +47,11 @@ def bench_env(control_steps: int, repeats: int, width: int, height: int) -> dict
             times[f"env_{key}"].append(time.perf_counter() - t0)
         # floors: the same physics on the same model from the same state, bare
         env = envs["on"]
-        env.reset(seed=0, options={"index": 0})
+        obs, _ = env.reset(seed=0, options={"index": 0})
         m, d = env.model, env.data
+        # the very commands the environment applied (the zero policy's held targets): same physics
         ctrl = d.ctrl.copy()
+        ctrl[env.action_index] = np.concatenate([obs["arms"][s]["qpos"] for s in ("right", "left")])
         renderer: SimRenderer = env.renderer()
         for key, render in (("bare", False), ("bare_render", True)):
             d2 = mujoco.MjData(m)
