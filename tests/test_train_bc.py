@@ -49,7 +49,7 @@ def checkpoints(tiny_generated, tmp_path_factory):
     return tool, d, state, cams
 
 
-@pytest.mark.parametrize("variant", ["state", "cams"])
+@pytest.mark.parametrize("variant", ["state", pytest.param("cams", marks=pytest.mark.slow)])
 def test_checkpoint_evaluates_and_its_rollout_validates(checkpoints, tmp_path, variant):
     tool, d, state, _ = checkpoints
     ckpt = d / f"{variant}.pt"
