@@ -14,8 +14,8 @@ right arm's 8 then the left arm's, the action stream's units). Optional attribut
 
 Built in: ``scripted``, ``zero`` (hold the initial pose), ``random`` (a rate-limited random walk of
 the targets inside the joint and control ranges, seeded by the episode). Others load from
-``module:factory`` (a callable returning a policy) or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its ``load_policy``; that
-baseline trainer is not written yet: a ``.pt`` is then a one-line error).
+``module:factory`` (a callable returning a policy) or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its
+``load_policy``: the behaviour-cloning baseline; a checkout without that tool makes a ``.pt`` a one-line error).
 """
 
 from __future__ import annotations

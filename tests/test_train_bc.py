@@ -1,0 +1,126 @@
+"""tools/train_bc.py: a checkpoint trained on a real generated dataset loads in dataset-evaluate, runs
+an episode whose rollout validates; training is deterministic from its seed; a corrupted checkpoint
+is a one-line error naming the file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from conftest import REPO, run_cli
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+pytest.importorskip("gymnasium", reason="the env extra (gymnasium) is not installed")
+
+from openarm_sim_dataset.metadata import Metadata  # noqa: E402
+
+#: the evaluation of test_evaluate.py's TINY_EVAL, at tiny_generated's camera (head 32x24)
+TINY_EVAL = ["--size", "32x24", "--cameras", "head", "--camera-hz", "2.5", "--max-time", "1", "--quiet", "--seed", "10"]
+FEW = ["--steps", "4", "--batch", "16", "--hidden", "32", "--quiet", "--val", "0.5"]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("train_bc_under_test", REPO / "tools" / "train_bc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _train(tool, data, out, *extra) -> dict:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert tool.main([str(data), "--out", str(out), *FEW, "--json", *map(str, extra)]) == 0
+    return json.loads(buf.getvalue())
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tiny_generated, tmp_path_factory):
+    tool = _tool()
+    d = tmp_path_factory.mktemp("bc")
+    data = tiny_generated["path"]
+    state = _train(tool, data, d / "state.pt", "--inputs", "state", "--curve", d / "state.png")
+    cams = _train(tool, data, d / "cams.pt", "--inputs", "cameras", "--hz", "5")
+    return tool, d, state, cams
+
+
+@pytest.mark.parametrize("variant", ["state", pytest.param("cams", marks=pytest.mark.slow)])
+def test_checkpoint_evaluates_and_its_rollout_validates(checkpoints, tmp_path, variant):
+    tool, d, state, _ = checkpoints
+    ckpt = d / f"{variant}.pt"
+    pol = tool.load_policy(ckpt)
+    assert pol.privileged is (variant == "state") and pol.cameras is (variant == "cams")
+    assert ("privileged" in pol.name) is (variant == "state")
+    out = tmp_path / "rollouts"
+    r = run_cli("evaluate", "--policy", ckpt, "--out", out, "--episodes", "1", *TINY_EVAL, "--json")
+    rep = json.loads(r.stdout)
+    meta = Metadata.load(out)
+    assert meta.operation_type == "rollout" and meta.episode_ids == ["0"]
+    # the model is identified by the checkpoint's bytes
+    import hashlib
+
+    assert meta.data["model"]["sha256"] == hashlib.sha256(ckpt.read_bytes()).hexdigest()
+    assert meta.data["evaluation"]["control_hz"] == (10.0 if variant == "state" else 5.0)
+    assert rep["stats"]["overall"]["end"]["episodes"] == 1
+    run_cli("validate", out, "--quick", "--no-update-metadata")
+    if variant == "state":
+        assert (d / "state.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert state["episodes"] == 2 and state["val_episodes"] == 1 and state["bytes"] == ckpt.stat().st_size
+
+
+def test_training_is_deterministic_from_its_seed(checkpoints, tiny_generated, tmp_path):
+    tool, d, _, _ = checkpoints
+    _train(tool, tiny_generated["path"], tmp_path / "again.pt", "--inputs", "state")
+    _train(tool, tiny_generated["path"], tmp_path / "other.pt", "--inputs", "state", "--seed", "1")
+    w = [torch.load(p, weights_only=True)["state_dict"] for p in (d / "state.pt", tmp_path / "again.pt", tmp_path / "other.pt")]
+    assert all(torch.equal(w[0][k], w[1][k]) for k in w[0])
+    assert not all(torch.equal(w[0][k], w[2][k]) for k in w[0])
+
+
+def test_policy_chunks_and_wrong_camera_size(checkpoints):
+    """The policy plays ``execute`` rows of a chunk before predicting again; an image of another size
+    than the training one is an error naming the size (the evaluator turns it into one line)."""
+    tool, d, _, _ = checkpoints
+    pol = tool.load_policy(d / "cams.pt")
+    obs = {"arms": {s: {"qpos": np.zeros(8, np.float32)} for s in ("right", "left")},
+           "cameras": {"head": np.zeros((24, 32, 3), np.uint8)}}
+    pol.reset()
+    a = [pol.act(obs) for _ in range(pol.cfg["execute"] + 1)]
+    assert all(x.shape == (16,) and np.all(np.isfinite(x)) for x in a)
+    assert len(pol.queue) == pol.cfg["execute"] - 1  # a new chunk was predicted at the (execute+1)-th call
+    obs["cameras"]["head"] = np.zeros((48, 64, 3), np.uint8)
+    pol.reset()
+    with pytest.raises(ValueError, match="64x48, trained on 32x24"):
+        pol.act(obs)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign"])
+def test_corrupted_checkpoint_is_a_one_line_error(checkpoints, tmp_path, damage):
+    _, d, _, _ = checkpoints
+    bad = tmp_path / "bad.pt"
+    raw = (d / "state.pt").read_bytes()
+    if damage == "truncate":
+        bad.write_bytes(raw[: len(raw) // 2])
+    elif damage == "garbage":
+        bad.write_bytes(b"not a checkpoint\n" * 10)
+    else:  # a valid torch file of something else
+        torch.save({"weights": torch.zeros(3)}, bad)
+    out = tmp_path / "out"
+    r = run_cli("evaluate", "--policy", bad, "--out", out, "--episodes", "1", *TINY_EVAL, check=2)
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "Traceback" not in err, err
+    assert ("not a train_bc checkpoint" if damage == "foreign" else "not a readable train_bc checkpoint") in err
+    assert not out.exists()  # refused before the output exists
+
+
+def test_bad_training_input_is_a_one_line_error(tmp_path, capsys):
+    tool = _tool()
+    assert tool.main([str(tmp_path / "nowhere"), "--inputs", "state", "--out", str(tmp_path / "x.pt"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nowhere" in err and "Traceback" not in err, err
+    assert not (tmp_path / "x.pt").exists()
