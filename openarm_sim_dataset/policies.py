@@ -93,7 +93,8 @@ class ScriptedPolicy:
         """The controller's bookkeeping for the episode's :class:`EpisodeResult` (as the generator's)."""
         c = self.ctl
         return {"knocked_over": bool(c.knocked_over), "attempts": c.attempts, "estimates": list(c.estimates),
-                "phase_log": list(c.phase_log), "arm_contacts": int(c.arm_contacts)}
+                "phase_log": list(c.phase_log), "arm_contacts": int(c.arm_contacts),
+                "judge_facts": c.judge_facts()}
 
     def act(self, observation: dict, info: dict) -> np.ndarray:
         return self.ctl.command(self.data)[self._index]

@@ -99,6 +99,25 @@ def test_rollout_dataset_validates_and_replays(zero_rollouts):
     run_cli("replay", out, "--episode", "1")
 
 
+@pytest.mark.parametrize("change", [{"success": True, "outcome": "success"}, {"outcome": "undone"}])
+def test_a_relabelled_rollout_fails_sim_labels(zero_rollouts, tmp_path, change):
+    """A rollout's labels are judged again by the task's state-only rule (what the environment labelled
+    it with): a flipped success, or an outcome that contradicts its success_any, fails sim_labels by name."""
+    import shutil
+
+    import yaml
+
+    out, _ = zero_rollouts
+    bad = tmp_path / "relabelled"
+    shutil.copytree(out, bad)
+    doc = yaml.safe_load((bad / "metadata.yaml").read_text())
+    doc["episodes"][1].update(change)
+    (bad / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = run_cli("validate", bad, "--checks", "sim_labels", "sim_identity", "--no-update-metadata", check=1)
+    assert "[FAIL] sim_labels" in r.stdout and "[pass] sim_identity" in r.stdout
+    assert "rule judges" in r.stdout
+
+
 def test_resume_and_compare_with_a_dataset(zero_rollouts, tmp_path):
     out, _ = zero_rollouts
     import shutil

@@ -45,30 +45,19 @@ import numpy as np
 from gymnasium import spaces
 
 from .. import layout
-from ..sim.generate import GenerateConfig, params_for
+from ..sim.generate import GenerateConfig, config_for_task, params_for
 from ..sim.models import cached_model, episode_model
 from ..sim.recorder import RecordedEpisode, StepRecorder
 from ..sim.render import SimRenderer
 from ..sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
-from ..sim.tasks import get_task, make_controller, set_initial_state
-from ..sim.tasks.planner import EpisodeResult, up_vector
+from ..sim.tasks import get_task, make_controller, object_up_vectors, rollout_outcome, set_initial_state
+from ..sim.tasks.planner import EpisodeResult
 from ..sim.variation import check_mode, draw_variation
 
 __all__ = ["OpenArmEnv", "PROMPT_CHARSET", "SimHandle", "config_for_task"]
 
 #: Characters a prompt may hold (the Text space's charset; Gymnasium's default has no space or '.').
 PROMPT_CHARSET = string.ascii_letters + string.digits + " .,;:'!?-()"
-
-
-def config_for_task(task: str, config: Optional[GenerateConfig] = None) -> GenerateConfig:
-    """The generation config whose episode ``i`` the environment of ``task`` starts from: ``config``
-    (default: the generator's defaults) with ``tasks=(task,)``; the default task alone keeps
-    ``tasks=()`` (its episodes draw identically either way, and its datasets record no task list)."""
-    get_task(task)  # KeyError naming the known tasks
-    cfg = config or GenerateConfig()
-    if cfg.tasks and tuple(cfg.tasks) != (task,):
-        raise ValueError(f"config has tasks {list(cfg.tasks)}; the environment of {task!r} runs that task alone")
-    return cfg if task == "pick_place" and not cfg.tasks else replace(cfg, tasks=(task,))
 
 
 class SimHandle:
@@ -209,8 +198,7 @@ class OpenArmEnv(gym.Env):
         set_initial_state(self.model, self.data, self.params)
         self.initial_state = self._state()
         self.rule = make_controller(self.model, self.params)  # its success rule only (never reset/stepped)
-        self._start_up = {o: up_vector(self.data.qpos[cube_qpos_adr(self.model, o)[0] + 3:][:4])
-                          for o in self.rule.objects}
+        self._start_up = object_up_vectors(self.model, self.rule, self.data)
         self.steps = 0
         self.success_any = False
         self.last_ctrl = self.data.ctrl.copy()
@@ -254,8 +242,7 @@ class OpenArmEnv(gym.Env):
         return any(self.rule.turned(self.data, o, up) for o, up in self._start_up.items())
 
     def outcome(self, success: Optional[bool] = None) -> str:
-        success = self.rule.success(self.data) if success is None else success
-        return "success" if success else ("undone" if self.success_any else "not_done")
+        return rollout_outcome(self.rule, self.data, self._start_up, self.success_any, success)[0]
 
     def result(self, outcome: Optional[str] = None) -> EpisodeResult:
         """The episode so far as the generator's :class:`EpisodeResult` (``outcome``: a policy's own
@@ -275,7 +262,9 @@ class OpenArmEnv(gym.Env):
             raise RuntimeError("the episode is not being recorded (reset(options={'record': True}))")
         rec, self.recorder = self.recorder, None
         rec.on_step(self.data, self.steps, self.last_ctrl)
-        return rec.finish(result or self.result(), self.variation, self.model_sha256)
+        # params: the sidecar records the episode's identity (task, arms, seed inputs) as a generated
+        # one does; the judge facts only where the policy is the scripted controller (result.judge_facts)
+        return rec.finish(result or self.result(), self.variation, self.model_sha256, params=self.params)
 
     # ------------------------------------------------------------------ parts
     def renderer(self) -> SimRenderer:

@@ -11,6 +11,7 @@ so the dataset folder holds only the dataset (see :class:`OutputLock`).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import os
 import platform
@@ -75,6 +76,17 @@ def params_for(cfg: GenerateConfig, index: int):
     """``(EpisodeParams, task_index)`` of episode ``index`` under ``cfg`` (its task, poses and draws)."""
     return episode_params_for(cfg.seed, index, cfg.tasks, cfg.task_weights, sigma=cfg.sigma, retry=cfg.retry,
                               cfg=cfg.scene)
+
+
+def config_for_task(task: str, config: GenerateConfig | None = None) -> GenerateConfig:
+    """The generation config whose episode ``i`` the environment of ``task`` starts from: ``config``
+    (default: the generator's defaults) with ``tasks=(task,)``; the default task alone keeps
+    ``tasks=()`` (its episodes draw identically either way, and its datasets record no task list)."""
+    get_task(task)  # KeyError naming the known tasks
+    cfg = config or GenerateConfig()
+    if cfg.tasks and tuple(cfg.tasks) != (task,):
+        raise ValueError(f"config has tasks {list(cfg.tasks)}; the environment of {task!r} runs that task alone")
+    return cfg if task == "pick_place" and not cfg.tasks else dataclasses.replace(cfg, tasks=(task,))
 
 
 def config_from_simulation(sim: dict, scene: SceneConfig) -> GenerateConfig:

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import layout
 from .core import CheckFn, Context, Outcome
+from .timing import is_simulated
 
 #: rate of the common grid of action_follows_obs (Hz): fast enough for a 0.1 s lag, cheap
 FOLLOW_HZ = 50.0
@@ -234,8 +235,10 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
 
 # ------------------------------------------------------------------ duplicate episodes
 def content_hash(ctx: Context, ep: str) -> str | None:
-    """SHA-256 of every obs and action stream's values (keys in order, shapes and bytes), None when
-    unreadable or empty."""
+    """SHA-256 of every obs and action stream's timestamps and values (keys in order, shapes and bytes),
+    and of a simulated episode's initial state, None when unreadable or empty. A copied episode keeps all
+    of them; two real recordings never share their stamps, and two simulated episodes whose arms do the
+    same (e.g. a policy holding still) differ in where the scene started."""
     h, n = hashlib.sha256(), 0
     for kind in layout.KINDS:
         s = ctx.streams(ep, kind)
@@ -244,8 +247,12 @@ def content_hash(ctx: Context, ep: str) -> str | None:
         for key in sorted(s):
             v = np.ascontiguousarray(s[key].values)
             h.update(f"{kind}/{key}{v.shape}".encode())
+            h.update(np.ascontiguousarray(s[key].timestamps, dtype=np.int64).tobytes())
             h.update(v.tobytes())
             n += v.size
+    side = ctx.sidecar(ep) if is_simulated(ctx, ep) else None
+    if isinstance(side, dict) and "initial_state" in side:
+        h.update(b"initial_state" + np.ascontiguousarray(side["initial_state"], dtype=np.float64).tobytes())
     return h.hexdigest() if n else None
 
 

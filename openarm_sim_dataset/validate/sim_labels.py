@@ -38,7 +38,12 @@ def _config(ctx: Context, ep: str):
     entry = ctx.ds.episode(ep)
     prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else {}
     cfg = config_from_simulation({**_sim(ctx), **prov}, scene_config(ctx))
-    return dataclasses.replace(cfg, seed=int(entry["seed_inputs"]["seed"]))
+    cfg = dataclasses.replace(cfg, seed=int(entry["seed_inputs"]["seed"]))
+    if ctx.ds.meta.operation_type == "rollout":  # dataset-evaluate runs each task's environment on its own
+        from ..sim.generate import config_for_task
+
+        cfg = config_for_task(str(entry.get("task", "pick_place")), dataclasses.replace(cfg, tasks=(), task_weights=()))
+    return cfg
 
 
 def _params(ctx: Context, ep: str):
@@ -48,6 +53,9 @@ def _params(ctx: Context, ep: str):
     cfg = _config(ctx, ep)
     index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
     params, task_index = params_for(cfg, index)
+    if ctx.ds.meta.operation_type == "rollout":  # indexes the rollout dataset's own task list
+        names = list((_sim(ctx).get("tasks") or {}).get("names") or [params.task])
+        task_index = names.index(params.task) if params.task in names else -1
     return params, task_index, cfg
 
 
@@ -154,12 +162,14 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
     if not isinstance(got, tuple):
         return got
     side, m = got
+    entry = ctx.ds.episode(ep)
+    if sidecar.JUDGE_KEY not in side and "success_any" in entry and sidecar.EPISODE_KEY in side:
+        return _rollout_labels(ctx, ep, side, m, entry)
     facts = _facts(ctx, ep, side, sidecar.JUDGE_KEY)
     if facts is None:
         return ("old", f"episode {ep}: sidecar of schema 1 records no judge facts")
     if isinstance(facts, str):
         return ("ok", (), [facts])
-    entry = ctx.ds.episode(ep)
     try:
         params, _, _ = _params(ctx, ep)
     except (KeyError, TypeError, ValueError) as e:
@@ -198,6 +208,40 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
         never = "never_picked" in (f.get("lost_phase"), f.get("outcome"))
         if never and (z > lane.pick_zc + 0.03).any():
             out.append(f"judge facts say {lane.obj} was never picked, frames show it > 3 cm above its pick height")
+    return ("ok", (params.task, outcome, knocked), out)
+
+
+def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
+    """A policy's rollout (``dataset-evaluate``; no scripted lanes, so no judge facts): its labels judged
+    again by the task's state-only rule (:func:`openarm_sim_dataset.sim.tasks.rollout_outcome`, what the
+    environment labelled it with) on the state after its last physics step, replayed (the state before
+    that step, then the step itself, as the environment left it: contacts included)."""
+    mujoco = import_mujoco()
+    from ..sim.tasks import make_controller, object_up_vectors, rollout_outcome
+
+    try:
+        params, _, _ = _params(ctx, ep)
+    except (KeyError, TypeError, ValueError) as e:
+        return ("ok", (), [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"])
+    ctrl = side["physics_ctrl"]
+    if len(ctrl) == 0:
+        return ("ok", (), ["a rollout without a physics step has nothing to judge"])
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    before = replayed_judged_state(ctx, ep, side, m, len(ctrl) - 1)
+    if before is None:
+        return ("ok", (), [f"the state of step {len(ctrl) - 1} cannot be replayed"])
+    rule = make_controller(m, params)
+    d = mujoco.MjData(m)
+    mujoco.mj_setState(m, d, side["initial_state"], spec)
+    mujoco.mj_forward(m, d)
+    start_up = object_up_vectors(m, rule, d)
+    mujoco.mj_setState(m, d, before, spec)
+    d.ctrl[:] = ctrl[-1]
+    mujoco.mj_step(m, d)
+    outcome, knocked = rollout_outcome(rule, d, start_up, bool(entry["success_any"]))
+    judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
+    out = [f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}"
+           for k, v in judged.items() if k in entry and entry[k] != v]
     return ("ok", (params.task, outcome, knocked), out)
 
 

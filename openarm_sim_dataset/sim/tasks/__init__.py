@@ -201,3 +201,26 @@ def rejudge(model: mujoco.MjModel, params: EpisodeParams, initial_state: np.ndar
     ctl.restore(initial, facts)
     outcome, knocked = ctl.judge(final)
     return str(outcome), bool(knocked)
+
+
+def object_up_vectors(model: mujoco.MjModel, rule: ScriptedController, data: mujoco.MjData) -> Dict[str, np.ndarray]:
+    """Up axis (world) of each of ``rule``'s task objects in ``data``: taken at the initial state, what
+    :func:`rollout_outcome` tells a turned (knocked over) object by."""
+    from ..scene import cube_qpos_adr
+    from .planner import up_vector
+
+    return {o: up_vector(data.qpos[cube_qpos_adr(model, o)[0] + 3:][:4]) for o in rule.objects}
+
+
+def rollout_outcome(rule: ScriptedController, data: mujoco.MjData, start_up: Dict[str, np.ndarray],
+                    success_any: bool, success: Optional[bool] = None) -> Tuple[str, bool]:
+    """``(outcome, knocked_over)`` of a policy's episode (no scripted lanes to judge) in ``data``, the
+    state after its last physics step: ``success`` when the task's state-only rule
+    (:meth:`ScriptedController.success`) holds, else ``undone`` if it held at some step boundary
+    (``success_any``), else ``not_done``; ``knocked_over`` (a lucky success) when a task object rests on
+    another face than in ``start_up``. The environment labels rollouts with it and the validator's
+    ``sim_labels`` judges them again with it: one rule, no copy."""
+    success = rule.success(data) if success is None else success
+    outcome = "success" if success else ("undone" if success_any else "not_done")
+    knocked = bool(success and any(rule.turned(data, o, up) for o, up in start_up.items()))
+    return outcome, knocked
