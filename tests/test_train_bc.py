@@ -124,3 +124,23 @@ def test_bad_training_input_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nowhere" in err and "Traceback" not in err, err
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_state_checkpoint_evaluates_physics_only(checkpoints, tmp_path):
+    """dataset-evaluate --cameras none: the privileged-state policy reads no image, so its rollouts need
+    no rendering (no camera stream, still a dataset that validates); a camera policy there is one line."""
+    tool, d, _, _ = checkpoints
+    out = tmp_path / "none"
+    tiny = [a for a in TINY_EVAL if a != "head"]
+    tiny[tiny.index("--cameras") + 1:tiny.index("--cameras") + 1] = ["none"]
+    r = run_cli("evaluate", "--policy", d / "state.pt", "--out", out, "--episodes", "1", *tiny, "--json")
+    assert json.loads(r.stdout)["stats"]["overall"]["end"]["episodes"] == 1
+    meta = Metadata.load(out)
+    assert meta.episode_ids == ["0"] and not (out / "episodes" / "0" / "images").exists()
+    assert not meta.episodes[0].get("cameras")
+    run_cli("validate", out, "--quick", "--no-update-metadata")
+    bad = run_cli("evaluate", "--policy", d / "cams.pt", "--out", tmp_path / "cams", "--episodes", "1", *tiny, check=2)
+    assert "no camera 'head'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    both = run_cli("evaluate", "--policy", "zero", "--out", tmp_path / "x", "--episodes", "1", "--cameras", "none",
+                   "head", check=2)
+    assert "cannot be combined" in both.stderr and not (tmp_path / "x").exists()
