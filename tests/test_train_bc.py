@@ -144,3 +144,34 @@ def test_state_checkpoint_evaluates_physics_only(checkpoints, tmp_path):
     both = run_cli("evaluate", "--policy", "zero", "--out", tmp_path / "x", "--episodes", "1", "--cameras", "none",
                    "head", check=2)
     assert "cannot be combined" in both.stderr and not (tmp_path / "x").exists()
+
+
+def test_temporal_ensembling_hand_computed(checkpoints):
+    """--ensemble DECAY: a chunk is predicted every step and the played target is the mean of every
+    stored chunk's row for this step, weight exp(-DECAY * i), i = 0 the oldest (checked against chunks
+    of known values; the safety filter off and the range wide so it does not interfere)."""
+    tool, d, _, _ = checkpoints
+    pol = tool.load_policy(d / "state.pt")
+    pol.cfg.update(ensemble=0.5, max_step=0.0, horizon=3)
+    pol.stats["action"]["min"][:], pol.stats["action"]["max"][:] = -1e9, 1e9
+    calls = []
+
+    def predict(observation, info):  # chunk c: row r is 10 * c + r, in every column
+        c = len(calls)
+        calls.append(c)
+        return np.repeat((10.0 * c + np.arange(3))[:, None], 16, axis=1)
+
+    pol._predict = predict
+    obs = {"arms": {s: {"qpos": np.zeros(8, np.float32)} for s in ("right", "left")}}
+    pol.reset()
+    got = [pol.act(obs, {})[0] for _ in range(4)]
+    w = np.exp(-0.5 * np.arange(3))
+    assert got[0] == 0.0  # one chunk: its row 0
+    assert np.isclose(got[1], (w[0] * 1 + w[1] * 10) / w[:2].sum())  # chunk 0 row 1, chunk 1 row 0
+    assert np.isclose(got[2], (w[0] * 2 + w[1] * 11 + w[2] * 20) / w.sum())
+    assert np.isclose(got[3], (w[0] * 12 + w[1] * 21 + w[2] * 30) / w.sum())  # chunk 0 expired
+    assert calls == [0, 1, 2, 3] and pol.k == 4
+    pol.cfg.update(ensemble=None, execute=3)  # off: the receding horizon again (a chunk per 3 rows)
+    pol.reset()
+    calls.clear()
+    assert [pol.act(obs, {})[0] for _ in range(4)] == [0.0, 1.0, 2.0, 10.0] and calls == [0, 1]
