@@ -175,3 +175,26 @@ def test_temporal_ensembling_hand_computed(checkpoints):
     pol.reset()
     calls.clear()
     assert [pol.act(obs, {})[0] for _ in range(4)] == [0.0, 1.0, 2.0, 10.0] and calls == [0, 1]
+
+
+def test_failed_episodes_are_not_demonstrations(checkpoints, tiny_generated, tmp_path):
+    """An episode metadata marks unsuccessful (the expert's ik_failed ones may not even span a step) is
+    left out of training; none successful is a one-line error."""
+    import shutil
+
+    tool = checkpoints[0]
+    data = tmp_path / "data"
+    shutil.copytree(tiny_generated["path"], data)
+    meta = data / "metadata.yaml"
+    text = meta.read_text()
+    assert text.count("success: true") >= 2
+    meta.write_text(text.replace("success: true", "success: false", 1))
+    assert _train(tool, data, tmp_path / "one.pt", "--inputs", "state", "--val", "0")["episodes"] == 1
+    meta.write_text(text.replace("success: true", "success: false"))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert tool.main([str(data), "--out", str(tmp_path / "none.pt"), "--inputs", "state", *FEW]) == 2
+    assert "no successful episode" in err.getvalue() and not (tmp_path / "none.pt").exists()

@@ -115,7 +115,15 @@ def load_items(path: str, hz: float, horizon: int, inputs: str, cameras: Optiona
     torch = _torch()
     from openarm_sim_dataset.torch import TorchDataset
 
-    eps = None if episodes is None else list(range(episodes))
+    from openarm_sim_dataset.metadata import Metadata
+
+    # demonstrations only: an episode the expert failed (e.g. ik_failed: it may not even span one step)
+    # would teach the failure; metadata's per-episode success says which (ids, metadata order)
+    eps = [str(e["id"]) for e in Metadata.load(path).episodes if e.get("success")]
+    if episodes is not None:
+        eps = eps[:episodes]
+    if not eps:
+        raise SystemExit(f"{path}: no successful episode to learn from")
     ds = TorchDataset(path, hz=hz, cameras=(cameras if inputs == "cameras" else []), state=("qpos",),
                       action=("qpos",), action_horizon=horizon, sim=(["object_pose"] if inputs == "state" else False),
                       episodes=eps)
@@ -414,7 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="checkpoint .pt to write")
     p.add_argument("--curve", help="training-curve PNG to write")
     p.add_argument("--cameras", nargs="+", default=["head"], help="cameras for --inputs cameras (default head)")
-    p.add_argument("--episodes", type=int, help="use the first N episodes only")
+    p.add_argument("--episodes", type=int, help="use the first N successful episodes only (failed ones never)")
     p.add_argument("--hz", type=float, default=10.0, help="control rate = the loader's grid, Hz (default 10)")
     p.add_argument("--horizon", type=int, default=10, help="action chunk length, steps (default 10)")
     p.add_argument("--execute", type=int, default=5, help="rows of a chunk played before predicting again (default 5)")
