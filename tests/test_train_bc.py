@@ -124,3 +124,77 @@ def test_bad_training_input_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nowhere" in err and "Traceback" not in err, err
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_state_checkpoint_evaluates_physics_only(checkpoints, tmp_path):
+    """dataset-evaluate --cameras none: the privileged-state policy reads no image, so its rollouts need
+    no rendering (no camera stream, still a dataset that validates); a camera policy there is one line."""
+    tool, d, _, _ = checkpoints
+    out = tmp_path / "none"
+    tiny = [a for a in TINY_EVAL if a != "head"]
+    tiny[tiny.index("--cameras") + 1:tiny.index("--cameras") + 1] = ["none"]
+    r = run_cli("evaluate", "--policy", d / "state.pt", "--out", out, "--episodes", "1", *tiny, "--json")
+    assert json.loads(r.stdout)["stats"]["overall"]["end"]["episodes"] == 1
+    meta = Metadata.load(out)
+    assert meta.episode_ids == ["0"] and not (out / "episodes" / "0" / "images").exists()
+    assert not meta.episodes[0].get("cameras")
+    run_cli("validate", out, "--quick", "--no-update-metadata")
+    bad = run_cli("evaluate", "--policy", d / "cams.pt", "--out", tmp_path / "cams", "--episodes", "1", *tiny, check=2)
+    assert "no camera 'head'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    both = run_cli("evaluate", "--policy", "zero", "--out", tmp_path / "x", "--episodes", "1", "--cameras", "none",
+                   "head", check=2)
+    assert "cannot be combined" in both.stderr and not (tmp_path / "x").exists()
+
+
+def test_temporal_ensembling_hand_computed(checkpoints):
+    """--ensemble DECAY: a chunk is predicted every step and the played target is the mean of every
+    stored chunk's row for this step, weight exp(-DECAY * i), i = 0 the oldest (checked against chunks
+    of known values; the safety filter off and the range wide so it does not interfere)."""
+    tool, d, _, _ = checkpoints
+    pol = tool.load_policy(d / "state.pt")
+    pol.cfg.update(ensemble=0.5, max_step=0.0, horizon=3)
+    pol.stats["action"]["min"][:], pol.stats["action"]["max"][:] = -1e9, 1e9
+    calls = []
+
+    def predict(observation, info):  # chunk c: row r is 10 * c + r, in every column
+        c = len(calls)
+        calls.append(c)
+        return np.repeat((10.0 * c + np.arange(3))[:, None], 16, axis=1)
+
+    pol._predict = predict
+    obs = {"arms": {s: {"qpos": np.zeros(8, np.float32)} for s in ("right", "left")}}
+    pol.reset()
+    got = [pol.act(obs, {})[0] for _ in range(4)]
+    w = np.exp(-0.5 * np.arange(3))
+    assert got[0] == 0.0  # one chunk: its row 0
+    assert np.isclose(got[1], (w[0] * 1 + w[1] * 10) / w[:2].sum())  # chunk 0 row 1, chunk 1 row 0
+    assert np.isclose(got[2], (w[0] * 2 + w[1] * 11 + w[2] * 20) / w.sum())
+    assert np.isclose(got[3], (w[0] * 12 + w[1] * 21 + w[2] * 30) / w.sum())  # chunk 0 expired
+    assert calls == [0, 1, 2, 3] and pol.k == 4
+    pol.cfg.update(ensemble=None, execute=3)  # off: the receding horizon again (a chunk per 3 rows)
+    pol.reset()
+    calls.clear()
+    assert [pol.act(obs, {})[0] for _ in range(4)] == [0.0, 1.0, 2.0, 10.0] and calls == [0, 1]
+
+
+def test_failed_episodes_are_not_demonstrations(checkpoints, tiny_generated, tmp_path):
+    """An episode metadata marks unsuccessful (the expert's ik_failed ones may not even span a step) is
+    left out of training; none successful is a one-line error."""
+    import shutil
+
+    tool = checkpoints[0]
+    data = tmp_path / "data"
+    shutil.copytree(tiny_generated["path"], data)
+    meta = data / "metadata.yaml"
+    text = meta.read_text()
+    assert text.count("success: true") >= 2
+    meta.write_text(text.replace("success: true", "success: false", 1))
+    assert _train(tool, data, tmp_path / "one.pt", "--inputs", "state", "--val", "0")["episodes"] == 1
+    meta.write_text(text.replace("success: true", "success: false"))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert tool.main([str(data), "--out", str(tmp_path / "none.pt"), "--inputs", "state", *FEW]) == 2
+    assert "no successful episode" in err.getvalue() and not (tmp_path / "none.pt").exists()

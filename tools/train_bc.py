@@ -115,7 +115,15 @@ def load_items(path: str, hz: float, horizon: int, inputs: str, cameras: Optiona
     torch = _torch()
     from openarm_sim_dataset.torch import TorchDataset
 
-    eps = None if episodes is None else list(range(episodes))
+    from openarm_sim_dataset.metadata import Metadata
+
+    # demonstrations only: an episode the expert failed (e.g. ik_failed: it may not even span one step)
+    # would teach the failure; metadata's per-episode success says which (ids, metadata order)
+    eps = [str(e["id"]) for e in Metadata.load(path).episodes if e.get("success")]
+    if episodes is not None:
+        eps = eps[:episodes]
+    if not eps:
+        raise SystemExit(f"{path}: no successful episode to learn from")
     ds = TorchDataset(path, hz=hz, cameras=(cameras if inputs == "cameras" else []), state=("qpos",),
                       action=("qpos",), action_horizon=horizon, sim=(["object_pose"] if inputs == "state" else False),
                       episodes=eps)
@@ -172,7 +180,7 @@ def train(args) -> dict:
         stats[f"image.{cam}"] = {"mean": st["mean"].reshape(3), "std": _safe_std(st["std"].reshape(3))}
     cfg = {"format": FORMAT, "version": VERSION, "inputs": args.inputs, "hz": float(args.hz),
            "horizon": int(args.horizon), "execute": int(min(args.execute, args.horizon)), "hidden": int(args.hidden),
-           "max_step": float(args.max_step),
+           "max_step": float(args.max_step), "ensemble": (None if args.ensemble is None else float(args.ensemble)),
            "cameras": cams, "action_dim": 16, "t_max": t_max, "seed": int(args.seed),
            "dataset": str(Path(args.dataset).resolve()), "episodes": n_ep, "val_episodes": len(val_ids),
            "items": int(len(t)), "steps": int(args.steps), "batch": int(args.batch), "lr": float(args.lr)}
@@ -315,9 +323,22 @@ class BCPolicy:
     def reset(self, info: Optional[dict] = None) -> None:
         self.k = 0
         self.queue: list = []
+        self.chunks: list = []  # temporal ensembling: the last ``horizon`` chunks, oldest first
         self.last: Optional[np.ndarray] = None
 
     def act(self, observation: dict, info: Optional[dict] = None) -> np.ndarray:
+        decay = self.cfg.get("ensemble")
+        if decay is not None:
+            # temporal ensembling (ACT, Zhao et al. 2023): predict a chunk every step and play the
+            # weighted mean of every stored chunk's row for this step, weight exp(-decay * i) with i = 0
+            # the oldest chunk: smooths the switch between chunks that receding horizon makes abrupt
+            self.chunks.append(self._predict(observation, info))
+            self.chunks = self.chunks[-int(self.cfg["horizon"]):]
+            n = len(self.chunks)
+            rows = np.stack([c[n - 1 - i] for i, c in enumerate(self.chunks)])
+            w = np.exp(-float(decay) * np.arange(n))
+            self.k += 1
+            return self._safe((w[:, None] * rows).sum(0) / w.sum(), observation)
         if not self.queue:
             self.queue = list(self._predict(observation, info)[: self.cfg["execute"]])
         self.k += 1
@@ -401,13 +422,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="checkpoint .pt to write")
     p.add_argument("--curve", help="training-curve PNG to write")
     p.add_argument("--cameras", nargs="+", default=["head"], help="cameras for --inputs cameras (default head)")
-    p.add_argument("--episodes", type=int, help="use the first N episodes only")
+    p.add_argument("--episodes", type=int, help="use the first N successful episodes only (failed ones never)")
     p.add_argument("--hz", type=float, default=10.0, help="control rate = the loader's grid, Hz (default 10)")
     p.add_argument("--horizon", type=int, default=10, help="action chunk length, steps (default 10)")
     p.add_argument("--execute", type=int, default=5, help="rows of a chunk played before predicting again (default 5)")
     p.add_argument("--max-step", type=float, default=0.25,
                    help="the policy's safety filter: largest change of a joint 1-7 target per control step, rad "
                         "(default 0.25; 0: off)")
+    p.add_argument("--ensemble", type=float, metavar="DECAY",
+                   help="temporal ensembling at evaluation: predict every step, play the mean of the overlapping "
+                        "chunks weighted exp(-DECAY * i), i = 0 the oldest (default: off, play --execute rows)")
     p.add_argument("--hidden", type=int, default=256, help="MLP width (default 256)")
     p.add_argument("--steps", type=int, default=3000, help="optimiser steps (default 3000)")
     p.add_argument("--batch", type=int, default=256)

@@ -35,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--initial-states", metavar="DATASET", help="the initial states of this dataset's episodes")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default 0)")
     p.add_argument("--cameras", nargs="+", default=["head", "wrist_right"],
-                   choices=["head", "wrist_right", "wrist_left"], help="recorded cameras (default head wrist_right)")
+                   choices=["head", "wrist_right", "wrist_left", "none"],
+                   help="recorded cameras (default head wrist_right; none: physics only, no rendering: for "
+                        "policies that read no image, e.g. a privileged-state checkpoint)")
     p.add_argument("--size", type=_size, default=(160, 120), help="image size WxH (default 160x120)")
     p.add_argument("--camera-hz", type=float, default=10.0,
                    help="camera rate and the default policy rate, divides 500 Hz (default 10)")
@@ -62,7 +64,9 @@ def _config(args):
     from ..sim.recorder import RecordConfig
     from ..sim.scene import SceneConfig
 
-    scene = SceneConfig(cameras=tuple(args.cameras), width=args.size[0], height=args.size[1],
+    from .generate import camera_names
+
+    scene = SceneConfig(cameras=camera_names(args.cameras), width=args.size[0], height=args.size[1],
                         wrist_left="wrist_left" in args.cameras)
     cfg = GenerateConfig(seed=args.seed, scene=scene, record=RecordConfig(camera_hz=args.camera_hz),
                          randomize=args.randomize, max_time=float(args.max_time or 12.0))
