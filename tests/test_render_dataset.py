@@ -189,7 +189,8 @@ def test_identity_mixed_randomised_run(tmp_path):
     """--tasks all --randomize all, two cameras: direct == physics-only + render, file for file."""
     from openarm_sim_dataset.cli import generate as cli
 
-    args = ["--seed", "3", "--size", "48x36", "--camera-hz", "5", "--tasks", "all", "--randomize", "all"]
+    args = ["--seed", "3", "--size", "48x36", "--camera-hz", "5", "--tasks", "all", "--randomize", "all",
+            "--cameras", "head", "wrist_right"]
     cfg = cli.config_from_args(cli._parser().parse_args(["--out", "x", "--episodes", "1", *args]))
     direct, phys, out = tmp_path / "direct", tmp_path / "phys", tmp_path / "out"
     generate(direct, range(3), cfg)

@@ -250,6 +250,9 @@ def content_hash(ctx: Context, ep: str) -> str | None:
             h.update(np.ascontiguousarray(s[key].timestamps, dtype=np.int64).tobytes())
             h.update(v.tobytes())
             n += v.size
+    src = ctx.ds.episode(ep).get("render_source")
+    if isinstance(src, dict) and "variant" in src:  # visual variants share their source's physics by design
+        h.update(f"render_source {src.get('episode')!r} variant {src.get('variant')!r}".encode())
     side = ctx.sidecar(ep) if is_simulated(ctx, ep) else None
     if isinstance(side, dict) and "initial_state" in side:
         h.update(b"initial_state" + np.ascontiguousarray(side["initial_state"], dtype=np.float64).tobytes())
