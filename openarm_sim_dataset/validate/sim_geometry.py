@@ -86,18 +86,27 @@ def _fixed_camera(ctx: Context) -> str | None:
     return "head" if "head" in cams else next((c for c in cams if not c.startswith("wrist")), None)
 
 
-def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | ModelProblem | None:
-    """Pixel distances between projected cube centres and their mask centroids in ``cam`` (K of the
-    episode's own model)."""
+def _labelled(ctx: Context, ep: str, cam: str | None):
+    """``(sidecar, model, frames)`` of episode ``ep`` when ``cam``'s label frames are stored; None when
+    there is nothing to check (no camera, no sidecar, no labels), or the :class:`ModelProblem`."""
     if cam is None:
         return None
     got = _sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
-    side, m = got
     fr = ctx.frames(ep)
     if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
         return None
+    return (*got, fr)
+
+
+def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | ModelProblem | None:
+    """Pixel distances between projected cube centres and their mask centroids in ``cam`` (K of the
+    episode's own model)."""
+    got = _labelled(ctx, ep, cam)
+    if not isinstance(got, tuple):
+        return got
+    side, m, fr = got
     K = _episode_K(ctx, ep, cam, m)
     labels = fr[f"labels_{cam}"]
     h, w = labels.shape[1:]
@@ -147,15 +156,10 @@ def _wrist_camera(ctx: Context) -> str | None:
 def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | ModelProblem | None:
     """(frames with the red cube centre in view of ``cam``, of them on its own label), with K and the
     cube size of the episode's own model."""
-    if cam is None:
-        return None
-    got = _sidecar_and_model(ctx, ep)
+    got = _labelled(ctx, ep, cam)
     if not isinstance(got, tuple):
         return got
-    side, m = got
-    fr = ctx.frames(ep)
-    if not isinstance(fr, dict) or f"labels_{cam}" not in fr:
-        return None
+    side, m, fr = got
     from ..sim.scene import cube_half_size
 
     K = _episode_K(ctx, ep, cam, m)
