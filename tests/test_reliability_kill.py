@@ -223,6 +223,7 @@ def kill_generate(ref: dict, tmp_path: Path, kills: int, seed: int) -> None:
     print(f"\ngenerate: {done} kills over {chain} chains: {outcomes}")
 
 
+@pytest.mark.slow  # the default run keeps test_generate's killed-resume test; CI runs this and 20 kills
 def test_generate_survives_kills(ref, tmp_path):
     kill_generate(ref, tmp_path, 3, SEED)
 
