@@ -27,6 +27,7 @@ TIMING = {"timestamps", "camera_rate", "camera_span"}
 
 
 @pytest.mark.slow  # a real dataflow: 5-6 processes, MuJoCo, ~20-40 s
+@pytest.mark.realtime
 def test_live_dataflow_records_episodes_that_validate_and_read_identically(tmp_path):
     if shutil.which("dora", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("no dora CLI in this environment (pip install dora-rs-cli)")

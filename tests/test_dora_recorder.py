@@ -256,3 +256,56 @@ def test_a_restart_after_sigkill_mid_episode_removes_it_and_reuses_its_id(tmp_pa
     assert [e["id"] for e in meta["episodes"]] == ["0", "1"] and "discarded_episodes" not in meta
     assert sorted(d.name for d in (tmp_path / "ds/episodes").iterdir()) == ["0", "1"]
     assert validate(Dataset(tmp_path / "ds")).valid
+
+
+#: DORA_NODE_CONFIG as the dora 1.1.0 daemon set it for a node (captured from a `dora run`), with
+#: what that node's Node().node_config() and .dataflow_descriptor() returned
+DAEMON_ENV = textwrap.dedent("""\
+    dataflow_id: 01a2310a-6669-7d2d-adfa-78f784238610
+    node_id: t
+    run_config:
+      inputs:
+        other:
+          source: dora/timer/secs/1
+          queue_size: 3
+        tick: dora/timer/millis/100
+      outputs: []
+    daemon_communication: !Tcp
+      socket_addr: 127.0.0.1:44585
+    dataflow_descriptor:
+      nodes:
+      - id: t
+        name: null
+        path: /usr/bin/python3
+        args: dump.py
+        env: null
+        outputs: []
+        inputs:
+          other:
+            source: dora/timer/secs/1
+            queue_size: 3
+          tick: dora/timer/millis/100
+        restart_policy: never
+      deploy: null
+    dynamic: false
+    restart_count: 0
+    output_routing: {}
+    """)
+
+
+def test_the_node_config_is_read_from_the_daemons_environment_before_node_is_made(tmp_path):
+    cfg, descriptor = rn.config_from_environment({"DORA_NODE_CONFIG": DAEMON_ENV})
+    assert cfg == {"inputs": {"other": {"source": "dora/timer/secs/1", "queue_size": 3},
+                              "tick": "dora/timer/millis/100"}, "outputs": []}
+    assert [n["id"] for n in descriptor["nodes"]] == ["t"] and descriptor["nodes"][0]["inputs"] == cfg["inputs"]
+    for bad in ({}, {"DORA_NODE_CONFIG": ""}, {"DORA_NODE_CONFIG": "a: [unclosed"}, {"DORA_NODE_CONFIG": "- 1"}):
+        assert rn.config_from_environment(bad) is None  # main() then asks the node, as before
+    # a recorder made from it before any node exists is the one made from the node
+    env = yaml.safe_dump({"node_id": "recorder", "run_config": CONFIG, "dataflow_descriptor": DESCRIPTOR})
+    args = rn.options(["--directory", str(tmp_path), "--name", "ds"])
+    early = rn.node_from_dora(None, args, log=lambda *_: None, config=rn.config_from_environment({"DORA_NODE_CONFIG": env}))
+    node = MockNode([cmd("start"), *samples(T0, 100), cmd("success")])
+    assert rn.run(node, args, recorder=early) == 0
+    meta = yaml.safe_load((tmp_path / "ds/metadata.yaml").read_text())
+    assert meta["frequencies"]["cameras"] == {"head": 25.0} and list(meta["equipment"]["perceptions"]["cameras"]) == ["head"]
+    assert validate(Dataset(tmp_path / "ds")).valid

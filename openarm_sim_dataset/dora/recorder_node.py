@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from .. import layout
 from ..errors import DatasetError
@@ -375,29 +376,72 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def node_from_dora(node, args: argparse.Namespace, log=None) -> RecorderNode:
-    """A :class:`RecorderNode` for a ``dora.Node`` (or a ``MockNode``) and :func:`options`."""
+def node_from_dora(node, args: argparse.Namespace, log=None,
+                   config: tuple[Mapping, Mapping] | None = None) -> RecorderNode:
+    """A :class:`RecorderNode` for :func:`options` and the node's configuration: ``config`` (its run
+    config and the dataflow descriptor, as :func:`config_from_environment` reads them) or, if None,
+    what ``node`` (a ``dora.Node`` or a ``MockNode``) reports."""
     meta_file = None
     if args.metadata_file is not None:
         meta_file = load_yaml_document(Path(args.metadata_file))
         if meta_file is not None and not isinstance(meta_file, dict):
             raise RecordError(args.metadata_file, "must be a mapping at the top level")
-    cfg = node.node_config() or {}
+    cfg, descriptor = config if config is not None else (node.node_config() or {}, node.dataflow_descriptor())
     inputs = list((cfg.get("inputs") or {}).keys())
-    freq = timer_frequencies(node.dataflow_descriptor(), cfg)
+    freq = timer_frequencies(descriptor, cfg)
     meta = build_metadata(meta_file, inputs, args.operation_type, args.docker_image, freq)
     return RecorderNode(Path(args.directory) / args.name, meta, log=log, camera_format=args.camera_format,
                         stale_after_s=args.stale_after_s or None)
 
 
-def run(node, args: argparse.Namespace, log=None) -> int:
-    """The event loop over ``node`` (a ``dora.Node`` or a ``MockNode``); returns the exit status."""
-    log = log or (getattr(node, "log", None) and (lambda level, msg: node.log(level, msg))) or _print_log
+class _AnyTagLoader(yaml.SafeLoader):
+    """Safe YAML that reads an unknown tag (``daemon_communication: !Tcp``) as its plain value."""
+
+
+def _untagged(loader, _suffix, node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_AnyTagLoader.add_multi_constructor("!", _untagged)
+
+
+def config_from_environment(environ: Mapping[str, str] | None = None) -> tuple[dict, dict] | None:
+    """The node's run config and the dataflow descriptor from ``DORA_NODE_CONFIG`` (which the dora
+    daemon sets before it spawns the node), or None if absent or unreadable.
+
+    Why read it before ``dora.Node()``: dora starts the dataflow (timers, the UI's commands) once every
+    node has called ``Node()``. A recorder that opens its dataset and starts its writer process only
+    after that is seconds late on a loaded machine, and the first episode's start, samples and end
+    reach it at once as a backlog (seen in CI: a 1 s episode kept 1 sample per stream). Ready first,
+    it holds the dataflow's start instead."""
+    text = (os.environ if environ is None else environ).get("DORA_NODE_CONFIG")
+    if not text:
+        return None
     try:
-        rn = node_from_dora(node, args, log=log)
-    except DatasetError as e:
-        log("error", str(e))
-        return 2
+        doc = yaml.load(text, Loader=_AnyTagLoader)  # a SafeLoader subclass
+    except yaml.YAMLError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("run_config"), dict):
+        return None
+    descriptor = doc.get("dataflow_descriptor")
+    return doc["run_config"], descriptor if isinstance(descriptor, dict) else {}
+
+
+def run(node, args: argparse.Namespace, log=None, recorder: RecorderNode | None = None) -> int:
+    """The event loop over ``node`` (a ``dora.Node`` or a ``MockNode``); returns the exit status.
+    ``recorder``: one made before ``node`` was (see :func:`main`); by default one is made here."""
+    log = log or (getattr(node, "log", None) and (lambda level, msg: node.log(level, msg))) or _print_log
+    rn = recorder
+    if rn is None:
+        try:
+            rn = node_from_dora(node, args, log=log)
+        except DatasetError as e:
+            log("error", str(e))
+            return 2
     try:
         for event in node:
             if not rn.handle(event):
@@ -410,14 +454,23 @@ def run(node, args: argparse.Namespace, log=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console script ``openarm-sim-dataset-dora-recorder``."""
+    """Console script ``openarm-sim-dataset-dora-recorder``: the dataset is opened and the writer
+    process started before ``Node()`` reports the node ready (:func:`config_from_environment`)."""
     args = options(argv)
     try:
         from dora import Node
     except ImportError:
         print("openarm-sim-dataset-dora-recorder needs dora-rs: pip install 'openarm-sim-dataset[dora]'", file=sys.stderr)
         return 2
-    return run(Node(), args, log=_print_log)
+    config = config_from_environment()
+    recorder = None
+    if config is not None:
+        try:
+            recorder = node_from_dora(None, args, log=_print_log, config=config)
+        except DatasetError as e:
+            _print_log("error", str(e))
+            return 2
+    return run(Node(), args, log=_print_log, recorder=recorder)
 
 
 if __name__ == "__main__":

@@ -185,9 +185,13 @@ def camera(node, name: str, width: int, height: int, quality: int = 80) -> None:
     renderer.close()
 
 
-def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: bool = False) -> None:
+def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: bool = False,
+           warmup: float = 1.0) -> None:
     """Scripted leader + UI: episodes of ``seconds``, ``gap`` s apart; the first cancelled and
-    restarted under the same number if ``cancel_first``; then ``quit``."""
+    restarted under the same number if ``cancel_first``; then ``quit``. The plan's clock starts
+    ``warmup`` s after every ``ready_*`` input has sent something: the nodes' first seconds are a
+    burst (a follower's MuJoCo model loading, a backlog of timer ticks) that a human operator would
+    also wait out before pressing start."""
     pa = _pa()
     from ..synthetic import MID_QPOS
 
@@ -216,7 +220,7 @@ def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: 
         if t0 is None:
             if waiting:
                 continue
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() + warmup
         now = time.perf_counter() - t0
         for side in ("right", "left"):
             q = (MID_QPOS[side] + 0.15 * np.sin(2 * np.pi * 0.5 * now + np.arange(8))).astype(np.float32)
@@ -244,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ld.add_argument("--seconds", type=float, default=float(os.getenv("EPISODE_SECONDS", "1.0")))
     ld.add_argument("--episodes", type=int, default=int(os.getenv("EPISODES", "2")))
     ld.add_argument("--cancel-first", action="store_true")
+    ld.add_argument("--warmup", type=float, default=float(os.getenv("WARMUP_SECONDS", "1.0")),
+                    help="seconds between every node being live and the first command")
     args = ap.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
@@ -258,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         w, h = (int(v) for v in args.size.lower().split("x"))
         camera(node, args.name, w, h, args.quality)
     else:
-        leader(node, args.seconds, args.episodes, cancel_first=args.cancel_first)
+        leader(node, args.seconds, args.episodes, cancel_first=args.cancel_first, warmup=args.warmup)
     return 0
 
 
