@@ -144,7 +144,21 @@ def _allowed_change(case: Case, tmp_path: Path, before: dict, after: dict, codes
         assert all(isinstance(ep.get("valid"), bool) for ep in doc["episodes"])
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def _cli_params() -> list:
+    """Every case, the default run's share unmarked: the first two of each family, every third
+    metadata case and the in-process library test above for all of them; the rest under -m slow
+    (CI). A simulated-base case costs ~1 s here (validate replays its physics)."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in CASES:
+        fam = c.id.split("-")[0]
+        k = seen[fam] = seen.get(fam, -1) + 1
+        default = k < 2 or (fam != "sidecar" and k % 3 == 0)
+        out.append(pytest.param(c, id=c.id, marks=() if default else pytest.mark.slow))
+    return out
+
+
+@pytest.mark.parametrize("case", _cli_params())
 def test_clis_refuse_in_one_line(request, case, box, monkeypatch, capsys):
     from openarm_sim_dataset.cli import convert, sample, validate
 

@@ -33,7 +33,12 @@ ON_LOAD = {"seed_float", "cameras_list", "camera_entry_str"}
 UNUSED = {"scene_cameras_int", "labels_weird", "asset_hash_list", "state_hz_negative"}
 
 
-@pytest.mark.parametrize("name", list(MUTATIONS))
+#: the default run's share (one of each kind: a broken scene, camera intrinsics, the whole block,
+#: refused on load, unused by any check); CI runs every mutation
+DEFAULT = {"scene_none", "K_wrong_shape", "empty_block", "seed_float", "labels_weird"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT else pytest.mark.slow) for n in MUTATIONS])
 def test_malformed_simulation_block(generated_one, tmp_path, monkeypatch, capsys, name):
     from openarm_sim_dataset.cli import validate
 

@@ -265,10 +265,12 @@ def kill_whole(ref: dict, tmp_path: Path, writer: str, kills: int, seed: int) ->
     print(f"\n{writer}: {done} kills: {outcomes}")
 
 
+@pytest.mark.slow  # CI, beside its 20-kill sibling; the module's shared setup is ~12 s
 def test_convert_survives_kills(ref, tmp_path):
     kill_whole(ref, tmp_path, "conv", 2, SEED + 2)
 
 
+@pytest.mark.slow  # CI, beside its 20-kill sibling; the module's shared setup is ~12 s
 def test_merge_survives_kills(ref, tmp_path):
     kill_whole(ref, tmp_path, "merge", 2, SEED + 3)
 
@@ -321,6 +323,7 @@ def kill_validate(ref: dict, tmp_path: Path, kills: int, seed: int) -> None:
     print(f"\nvalidate: {done} kills, metadata.yaml found old {seen['old']} / new {seen['new']} times")
 
 
+@pytest.mark.slow  # CI, beside its 20-kill sibling; the module's shared setup is ~12 s
 def test_validate_metadata_update_survives_kills(ref, tmp_path):
     kill_validate(ref, tmp_path, 2, SEED + 6)
 

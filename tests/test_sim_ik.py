@@ -38,6 +38,7 @@ def test_ik_deterministic(model):
     assert np.array_equal(a[0], b[0])
 
 
+@pytest.mark.slow  # 18 full IK plans; generation in the default run plans its own episodes
 def test_cube_area_reachable(model):
     """Full pick-and-place plan (all IK knots) exists at the corners and centre of the cube area."""
     cfg = SceneConfig()
