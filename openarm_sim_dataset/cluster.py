@@ -107,6 +107,27 @@ def disconnect(started: bool) -> None:
         import_ray().shutdown()
 
 
+class ConnectedOutput:
+    """The start of every writer that may run on Ray (generate, render, evaluate): connect to Ray
+    first when ``ray`` is given (a missing ``ray`` or an unreachable cluster fails before the output
+    exists), then take the output's lock with ``take_lock()``; a refused lock disconnects what this
+    connected and raises. :meth:`close` releases the lock, then disconnects."""
+
+    def __init__(self, ray: RayOptions | None, take_lock: Callable[[], Any]):
+        self.started = connect(ray) if ray is not None else False
+        try:
+            self.lock = take_lock()
+        except BaseException:
+            disconnect(self.started)
+            raise
+
+    def close(self) -> None:
+        try:
+            self.lock.release()
+        finally:
+            disconnect(self.started)
+
+
 def window(opts: RayOptions) -> int:
     """Tasks in flight at most: ``opts.max_in_flight`` or twice the cluster's CPUs (at least 2)."""
     if opts.max_in_flight is not None:

@@ -303,19 +303,9 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
     model_id = policy_identity(pol, policy)
     cfg, names = _output_config(base, jobs)
     check_rendering()
-    started = False
-    if ray is not None:
-        from .cluster import connect
+    from .cluster import ConnectedOutput
 
-        started = connect(ray)
-    try:
-        lock = OutputLock(out)
-    except BaseException:
-        if started:
-            from .cluster import disconnect
-
-            disconnect(started)
-        raise
+    output = ConnectedOutput(ray, lambda: OutputLock(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
         model = load_model(cfg.scene)
@@ -370,11 +360,7 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         report.stats = summarize(report.episodes, names)
         return report
     finally:
-        lock.release()
-        if started:
-            from .cluster import disconnect
-
-            disconnect(started)
+        output.close()
 
 
 def rec_side(cfg: GenerateConfig, index: int) -> str:

@@ -68,3 +68,19 @@ def test_unreachable_cluster_is_one_line_before_any_output(tmp_path):
         assert r.stderr.count("\n") == 1 and not out.exists()
         r = run_cli("generate", "--out", out, "--episodes", "1", *TINY, "--ray", "nonsense", check=2)
         assert "not a Ray address" in r.stderr and not out.exists()
+
+
+def test_connected_output_takes_the_lock_after_connecting_and_releases_it(tmp_path, no_ray):
+    from openarm_sim_dataset.cluster import ConnectedOutput, RayOptions
+    from openarm_sim_dataset.sim.generate import OutputLock
+
+    out = tmp_path / "out"
+    first = ConnectedOutput(None, lambda: OutputLock(out))
+    with pytest.raises(Exception, match="lock held"):  # the same output, a second writer: refused
+        ConnectedOutput(None, lambda: OutputLock(out))
+    first.close()
+    ConnectedOutput(None, lambda: OutputLock(out)).close()  # released: taken again
+    taken = []
+    with pytest.raises(ImportError, match="pip install"):  # no ray: refused before the lock is touched
+        ConnectedOutput(RayOptions(), lambda: taken.append(1))
+    assert taken == []

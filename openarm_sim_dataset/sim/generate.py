@@ -316,17 +316,9 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     check_mode(cfg.randomize)
     if cfg.scene.cameras:  # physics-only generation (no camera) never touches GL
         check_rendering()  # a machine that cannot render fails here, before the output exists
-    started = False
-    if ray is not None:
-        from ..cluster import connect, disconnect
+    from ..cluster import ConnectedOutput
 
-        started = connect(ray)  # a missing ray or an unreachable cluster: before the output exists
-    try:
-        lock = OutputLock(out)
-    except BaseException:
-        if started:
-            disconnect(started)
-        raise
+    output = ConnectedOutput(ray, lambda: OutputLock(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / LEGACY_LOCK_FILE).unlink(missing_ok=True)  # a dataset folder holds only the dataset
@@ -359,9 +351,7 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         summary.episodes.sort(key=lambda e: int(e["id"]))
         return summary
     finally:
-        lock.release()
-        if started:
-            disconnect(started)
+        output.close()
 
 
 def _record_all(todo: list[int], cfg: GenerateConfig, workers: int, model, renderer) -> Iterator[tuple[int, RecordedEpisode]]:

@@ -375,19 +375,9 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     gen_cfg: GenerateConfig = dataclasses.replace(base_cfg, record=record, camera_format=cfg.camera_format)
     job = RenderJob(source_scene, source_sha, scene, record, cfg)
 
-    started = False
-    if ray is not None:
-        from ..cluster import connect
+    from ..cluster import ConnectedOutput
 
-        started = connect(ray)
-    try:
-        lock = OutputLock(out)
-    except BaseException:
-        if started:
-            from ..cluster import disconnect
-
-            disconnect(started)
-        raise
+    output = ConnectedOutput(ray, lambda: OutputLock(out))
     renderer = None
     try:
         renderer = _worker_state(job)  # this process's renderer (also the one a local run draws with)
@@ -434,11 +424,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
         if renderer is not None:
             renderer.close()
             _WORKER.clear()
-        lock.release()
-        if started:
-            from ..cluster import disconnect
-
-            disconnect(started)
+        output.close()
 
 
 def _carried_files(ep_dir: Path) -> Iterator[tuple[str, Path]]:
