@@ -372,6 +372,14 @@ class Episode:
         """Commit the episode (blocks until its files are on disk and it is listed): ``success``
         and any ``extra`` keys go into its metadata entry. Raises :class:`EpisodeDiscarded` (with the
         reason) if it was discarded, :class:`RecordError` if it cannot be written."""
+        return self.save_nowait(success, **extra).result()
+
+    def save_nowait(self, success: bool = True, **extra) -> Future:
+        """:meth:`save` without waiting for the commit: a ``concurrent.futures.Future`` of the
+        :class:`EpisodeResult` (or of the exception :meth:`save` raises). The next episode may start
+        at once; the writer commits this one first (its messages are in order). For an event loop
+        that must not stall for the commit's fsyncs (the dora node: a stalled loop's inputs are
+        dropped, the next ``start`` among them)."""
         if self._finished:
             if self.reason is None:
                 raise RecordError(None, f"episode {self.id} is already saved")
@@ -382,29 +390,47 @@ class Episode:
             self._tick(self._now)  # a camera silent at the end counts too
         self._finished = True
         rec = self.recorder
+        out: Future = Future()
         if self.reason is not None:
             try:
                 rec._request(("discard", self.id, self.reason))
             except RecordError:
                 pass  # the writer died: nothing left to remove in this process
-            raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
+            out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}"))
+            return out
         for st in self._streams.values():
             self._hand_over(st)
         entry = {"id": self.id, "success": bool(success), "task_index": int(self.task_index), **extra}
         if self.dropped:
             entry["dropped"] = dict(self.dropped)
+        rec._saving[self.id] = self
         try:
-            done = rec._request(("commit", self.id, entry))
-        except RecordError:
-            if self.reason is not None:  # the writer died meanwhile
-                raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}") from None
-            raise
-        if done is None:  # discarded by the writer meanwhile (identical frames, write failure)
-            raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
-        entry, rows = done
-        self.saved = True
-        return EpisodeResult(self.id, entry, rows, dict(self._cam_frames), dict(self.dropped),
-                             seconds=time.perf_counter() - t0)
+            commit = rec._request_nowait(("commit", self.id, entry))
+        except RecordError as e:
+            rec._saving.pop(self.id, None)
+            out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
+                              if self.reason is not None else e)  # the writer died meanwhile
+            return out
+
+        def finished(f: Future) -> None:
+            rec._saving.pop(self.id, None)
+            error = f.exception()
+            if error is not None:
+                out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
+                                  if self.reason is not None else error)
+                return
+            done = f.result()
+            if done is None:  # discarded by the writer meanwhile (identical frames, write failure)
+                out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: "
+                                                         f"{self.reason or 'by the writer'}"))
+                return
+            saved_entry, rows = done
+            self.saved = True
+            out.set_result(EpisodeResult(self.id, saved_entry, rows, dict(self._cam_frames), dict(self.dropped),
+                                         seconds=time.perf_counter() - t0))
+
+        commit.add_done_callback(finished)
+        return out
 
     def discard(self, reason: str = "discarded by the caller", keep_id: bool = True) -> None:
         """Drop the episode: its files are removed, its id stays used (a gap in the ids), and
@@ -469,6 +495,7 @@ class Recorder:
         self._lost_reason: str | None = None  # set when the writer process died
         self._send_lock = threading.Lock()  # ring allocation + message order (control and camera threads)
         self._episode: Episode | None = None
+        self._saving: dict[str, Episode] = {}  # episodes whose commit is under way (save_nowait)
         self._closed = False
         self._proc = None
         self._lock = _acquire_lock(self.root)
@@ -561,7 +588,8 @@ class Recorder:
         return ep
 
     def _used_ids(self) -> set[str]:
-        return {*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or [])}
+        return {*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or []),
+                *list(self._saving)}  # (an episode being committed is not listed yet)
 
     def set_metadata(self, keys: tuple[str, ...], value) -> None:
         """Set ``metadata.yaml``'s entry at ``keys`` (e.g. ``("equipment", "leader", "ker")``) and
@@ -661,7 +689,7 @@ class Recorder:
             elif msg[0] == "discarded":
                 _, ep_id, reason, data = msg
                 self.meta.data = data
-                ep = self._episode
+                ep = self._saving.get(ep_id) or self._episode
                 if ep is not None and ep.id == ep_id and ep.reason is None:
                     ep.reason = reason
         # end of file: the writer exited (stopped by close(), or killed)
@@ -768,14 +796,19 @@ class Recorder:
 
     def _request(self, msg: tuple):
         """Send ``msg + (request id,)`` and wait for the writer's answer."""
+        return self._request_nowait(msg).result()
+
+    def _request_nowait(self, msg: tuple) -> Future:
+        """Send ``msg + (request id,)``; the Future of the writer's answer."""
         fut: Future = Future()
         with self._send_lock:
             self._req += 1
             self._futures[self._req] = fut
             if self._lost_reason is not None:
+                self._futures.pop(self._req, None)
                 raise RecordError(self.root, self._lost_reason)
             self._write_all(_pack((*msg, self._req)))
-        return fut.result()
+        return fut
 
 
 

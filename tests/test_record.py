@@ -402,3 +402,27 @@ def test_tar_frames_written_as_they_come_keep_nothing_per_frame(tmp_path):
     w.close()
     cam = Camera("head", tmp_path / "head")  # the folder or, beside it, head.tar
     assert cam.num_frames == 20 and cam.read_bytes(19) == jpeg(19)
+
+
+def test_save_nowait_lets_the_next_episode_start_before_the_commit_is_done(tmp_path):
+    out = tmp_path / "ds"
+    with Recorder(out, metadata()) as rec:
+        ep0 = rec.start_episode()
+        record(ep0, T0, 300)
+        fut0 = ep0.save_nowait(success=True)
+        with pytest.raises(RecordError, match="exists already"):
+            rec.start_episode(episode_id=0)  # (being) committed: its id is taken, listed or not yet
+        ep1 = rec.start_episode()  # at once: the writer commits episode 0 first (messages in order)
+        record(ep1, T0 + 10**10, 300)
+        fut1 = ep1.save_nowait(success=False)
+        ep2 = rec.start_episode()
+        ep2.add_obs("arms/right", T0 + 2 * 10**10, qpos=qpos("right", 0))
+        ep2.discard("too short")  # a discard after two commits in flight
+        r0, r1 = fut0.result(timeout=60), fut1.result(timeout=60)
+        assert (r0.id, r1.id) == ("0", "1") and r0.entry["success"] and not r1.entry["success"]
+        assert r0.rows == r1.rows and sum(r0.frames.values()) == 60
+        with pytest.raises(RecordError, match="already saved"):
+            ep0.save_nowait()
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert [e["id"] for e in meta["episodes"]] == ["0", "1"] and [d["id"] for d in meta["discarded_episodes"]] == ["2"]
+    assert validate(Dataset(out)).valid

@@ -35,7 +35,7 @@ set +e
 rc=$?
 if [ "$realtime" = 1 ]; then
   echo "tools/test.sh: the realtime tests, alone on the machine"
-  .venv/bin/python -m pytest -m realtime -p no:xdist --durations=5 "$@"
+  .venv/bin/python -m pytest -m realtime -n 0 --durations=5 "$@"
   rt=$?
   [ "$rt" = 5 ] && rt=0  # none selected (a file or -k that excludes them)
   [ "$rc" != 0 ] || rc=$rt

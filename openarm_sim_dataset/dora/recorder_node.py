@@ -156,6 +156,7 @@ class RecorderNode:
         self.episode = None
         self.obs_stamp_key: str | None = None
         self.counts = {"stored": 0, "dropped": 0, "skipped": 0}
+        self._saving: list = []  # Futures of episodes being committed (logged when done)
         self._warned: set[str] = set()
         if self.recorder.removed:
             self.log("info", "removed what a killed recorder left: " + ", ".join(p.name for p in self.recorder.removed))
@@ -235,22 +236,33 @@ class RecorderNode:
         self.log("info", f"episode {self.episode.id}: recording (task {int(task)})")
 
     def _save(self, success: bool, command: str) -> None:
+        """Hand the episode to the writer and go on: the commit's fsyncs happen while the loop
+        takes the next inputs (waiting for them stalled it ~0.5 s, and dora dropped what came
+        meanwhile, the next ``start`` among them); its result is logged when it is known."""
         ep = self.episode
         if ep is None:
             self.log("warn", f"{command}: no episode is being recorded")
             return
         self.episode = None
         try:
-            res = ep.save(success=success)
-        except EpisodeDiscarded as e:
-            self.log("warn", str(e))
-            return
+            fut = ep.save_nowait(success=success)
         except RecordError as e:
             self.log("error", f"episode {ep.id}: not saved: {e}")
             return
-        dropped = f", dropped {res.dropped}" if res.dropped else ""
-        self.log("info", f"episode {res.id}: saved ({'success' if success else 'fail'}; "
-                         f"{sum(res.rows.values())} rows, {sum(res.frames.values())} frames{dropped})")
+        self._saving.append(fut)
+        fut.add_done_callback(lambda f, ep=ep: self._saved(ep, success, f))
+
+    def _saved(self, ep, success: bool, fut) -> None:
+        error = fut.exception()
+        if isinstance(error, EpisodeDiscarded):
+            self.log("warn", str(error))
+        elif error is not None:
+            self.log("error", f"episode {ep.id}: not saved: {error}")
+        else:
+            res = fut.result()
+            dropped = f", dropped {res.dropped}" if res.dropped else ""
+            self.log("info", f"episode {res.id}: saved ({'success' if success else 'fail'}; "
+                             f"{sum(res.rows.values())} rows, {sum(res.frames.values())} frames{dropped})")
 
     def _ker(self, event: Mapping) -> None:
         value = event["value"]
@@ -305,6 +317,9 @@ class RecorderNode:
             self.episode.discard("the node stopped before success/fail", keep_id=False)
             self.log("warn", f"episode {self.episode.id}: the dataflow stopped before success/fail: removed")
         self.episode = None
+        for fut in self._saving:  # every commit handed over is finished (and logged) before the end
+            fut.exception()
+        self._saving.clear()
         self.recorder.close()
         self.recorder = None
 
