@@ -4,7 +4,8 @@ Rules (a refusal names the input and what differs):
 
 * at least two inputs, each a different folder; the output must not exist and must not lie inside
   an input (an input is never modified);
-* the same layout version, identical ``equipment`` and ``frequencies`` (openarm_dataset's rules);
+* the same layout version, identical ``equipment`` and ``frequencies`` (openarm_dataset's rules;
+  recordings whose rates were measured may differ by 2%: :func:`measured_rates_agree`);
 * simulated datasets: the same MuJoCo version, model hash and task list (``simulation.mujoco_version``
   / ``simulation.model_sha256`` / ``simulation.tasks``); a recorded dataset does not mix with a
   simulated one. With ``allow_mixed_provenance`` such inputs are merged and every episode keeps its
@@ -83,6 +84,8 @@ def check_compatible(datasets: Sequence[Dataset], allow_mixed_provenance: bool =
         doc = ds.meta.to_dict()
         for key in ("equipment", "frequencies"):
             d = first_difference(ref_doc.get(key) or {}, doc.get(key) or {}, key)
+            if d and key == "frequencies" and measured_rates_agree(ref, ds):
+                continue  # two sessions of one rig: merge() takes the rates again from all episodes
             if d:
                 raise MergeError(meta_file, f"Dataset {i}: {key} configuration differs from dataset 0 "
                                             f"({key} differs from {ref.root}: {d})")
@@ -102,6 +105,30 @@ def check_compatible(datasets: Sequence[Dataset], allow_mixed_provenance: bool =
                                                     f"of {ref.root} (use --allow-mixed-provenance to merge anyway)")
                     mixed = True
     return mixed
+
+
+#: relative difference within which two recordings' measured rates count as one rig's rate
+MEASURED_RATE_TOLERANCE = 0.02
+
+
+def measured_rates_agree(a: Dataset, b: Dataset) -> bool:
+    """Whether ``a`` and ``b`` differ in ``frequencies:`` only as two recording sessions of one rig
+    do: both recorded data (no simulation block) whose every episode carries the rates the recorder
+    measured (``measured_hz``, which replace the declared ones: 249.9 Hz in one session, 250.1 in the
+    next), the same streams, each rate within :data:`MEASURED_RATE_TOLERANCE`."""
+    from .record import _flatten
+
+    def measured(ds: Dataset) -> dict[str, float] | None:
+        if ds.meta.simulation is not None or not ds.meta.episodes:
+            return None
+        if not all(isinstance(e.get("measured_hz"), dict) for e in ds.meta.episodes):
+            return None
+        return _flatten(ds.meta.to_dict().get("frequencies") or {})
+
+    fa, fb = measured(a), measured(b)
+    if fa is None or fb is None or set(fa) != set(fb):
+        return False
+    return all(abs(fa[k] - fb[k]) <= MEASURED_RATE_TOLERANCE * max(abs(fa[k]), abs(fb[k])) for k in fa)
 
 
 def merge_tasks(datasets: Sequence[Dataset]) -> tuple[list[dict], list[dict[int, int]]]:
@@ -247,6 +274,13 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
             meta = metadata_0_4_0(datasets[0])
             meta.data["tasks"] = tasks
             meta.data["episodes"] = [new for _ds, _ep, new in plan]
+            rates = [ds.meta.to_dict().get("frequencies") or {} for ds in datasets]
+            if any(first_difference(rates[0], r) for r in rates[1:]):  # passed as measured_rates_agree
+                from .record import _dataset_frequencies
+
+                # sessions whose measured rates differ slightly: the rates of all their episodes
+                meta.data["frequencies"] = _dataset_frequencies(meta.data.get("frequencies") or {},
+                                                                meta.data["episodes"])
             # ids an input's recorder discarded name that input's episodes, not the renumbered ones here
             meta.data.pop("discarded_episodes", None)
             meta.data["merged_from"] = [

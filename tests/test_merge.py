@@ -229,3 +229,44 @@ def test_merge_killed_midway_leaves_no_output(tmp_path):
     # the next merge removes the dead run's leftover and completes
     cli(a, b, "-o", out, "-q")
     assert Dataset(out).num_episodes == 16 and not list(tmp_path.glob(".tmp-out.*"))
+
+
+def _session(out: Path, period_ns: int, episodes: int = 2) -> Path:
+    """A recording session of the recorder (measured rates replace the declared 250 Hz)."""
+    import numpy as np
+
+    from openarm_sim_dataset.record import Recorder
+    from openarm_sim_dataset.synthetic import MID_QPOS
+
+    meta = {"tasks": [{"prompt": "Wave.", "description": "Wave."}],
+            "equipment": {"id": "rig", "version": "1", "embodiments": {"arms": {"id": "OpenArm", "version": "2"}},
+                          "perceptions": {"cameras": {}}},
+            "frequencies": {k: {"arms": {"right": 250.0, "left": 250.0}} for k in ("obs", "action")}}
+    with Recorder(out, meta, stale_after_s=None) as rec:
+        for e in range(episodes):
+            ep = rec.start_episode()
+            for i in range(300):
+                t = 1_772_000_000_000_000_000 + e * 10**10 + i * period_ns
+                for side in ("right", "left"):
+                    q = (MID_QPOS[side] + 0.1 * np.sin(i * 0.02 + np.arange(8))).astype(np.float32)
+                    ep.add_obs(f"arms/{side}", t, qpos=q, qvel=np.full(8, 0.1 * 0.02 * 250, np.float32) * np.cos(i * 0.02 + np.arange(8)).astype(np.float32))
+                    ep.add_action(f"arms/{side}", t, qpos=q)
+            ep.save()
+    return out
+
+
+def test_recording_sessions_whose_measured_rates_differ_slightly_merge(tmp_path):
+    a = _session(tmp_path / "a", 4_000_000)        # 250.0 Hz
+    b = _session(tmp_path / "b", 4_016_000)        # 249.0 Hz: the same rig, another session
+    c = _session(tmp_path / "c", 10_000_000, 1)    # 100 Hz: another configuration
+    fa = yaml.safe_load((a / "metadata.yaml").read_text())["frequencies"]
+    fb = yaml.safe_load((b / "metadata.yaml").read_text())["frequencies"]
+    assert fa != fb  # what made dataset-merge refuse two sessions of one rig
+    run_cli("merge", a, b, "-o", tmp_path / "ab")
+    meta = yaml.safe_load((tmp_path / "ab/metadata.yaml").read_text())
+    assert meta["frequencies"]["obs"]["arms"]["right"] == pytest.approx(249.5, abs=0.11)  # of all 4 episodes
+    from openarm_sim_dataset.validate.core import validate
+
+    assert len(meta["episodes"]) == 4 and validate(Dataset(tmp_path / "ab")).valid
+    r = run_cli("merge", a, c, "-o", tmp_path / "ac", check=2)
+    assert "frequencies differs" in r.stderr and not (tmp_path / "ac").exists()
