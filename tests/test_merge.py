@@ -270,3 +270,24 @@ def test_recording_sessions_whose_measured_rates_differ_slightly_merge(tmp_path)
     assert len(meta["episodes"]) == 4 and validate(Dataset(tmp_path / "ab")).valid
     r = run_cli("merge", a, c, "-o", tmp_path / "ac", check=2)
     assert "frequencies differs" in r.stderr and not (tmp_path / "ac").exists()
+
+
+def test_randomised_runs_of_two_seeds_merge_into_a_dataset_that_validates(tmp_path):
+    """Each merged episode's variation is the one its own seed draws (seed_inputs), not the merged
+    dataset's first seed: no false alarm on a merge of two randomised runs."""
+    import dataclasses
+
+    from openarm_sim_dataset.validate.core import validate
+
+    base = tiny_config()
+    ins = []
+    for seed in (3, 4):
+        cfg = dataclasses.replace(base, seed=seed, randomize="physics",
+                                  scene=dataclasses.replace(base.scene, cameras=()))
+        generate(tmp_path / f"s{seed}", range(0, 1), cfg)
+        ins.append(tmp_path / f"s{seed}")
+    cli(*ins, "-o", tmp_path / "m")
+    report = validate(Dataset(tmp_path / "m"))
+    failed = {r.check: r.detail for r in report if r.failed}
+    assert not failed, failed
+    assert any(r.check == "sim_provenance" and r.passed and not r.skipped for r in report)

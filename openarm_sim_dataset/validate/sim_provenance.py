@@ -63,14 +63,17 @@ def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[
         from ..sim.variation import visual_variant
 
         try:
-            drawn = visual_variant(int(variant["seed"]), int(variant["index"]), int(variant["variant"]), variation,
+            seed = int(variant["seed"])
+            drawn = visual_variant(seed, int(variant["index"]), int(variant["variant"]), variation,
                                    scene_config(ctx))
         except (KeyError, TypeError, ValueError):
             return True, f"episode {ep}: render_source {variant!r} is not a visual variant's seed, index and number"
     else:
-        drawn = draw_variation(int(prov["seed"]), int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))
+        # the episode's own seed (a merge of two seeds' runs keeps the first input's simulation.seed)
+        seed = int(entry["seed_inputs"].get("seed", prov["seed"]))
+        drawn = draw_variation(seed, int(entry["seed_inputs"]["index"]), mode, scene_config(ctx))
     if (d := _first_difference(variation.to_dict(), drawn.to_dict() if drawn else None)) is not None:
-        what.append(f"variation is not the one seed {prov['seed']} draws under randomization {mode!r} (at {d})")
+        what.append(f"variation is not the one seed {seed} draws under randomization {mode!r} (at {d})")
     try:
         episode_model(ctx, ep)
     except DatasetError as e:
