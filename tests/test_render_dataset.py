@@ -229,9 +229,15 @@ def test_sigkill_mid_render_then_rerun_resumes_to_the_same_result(tiny_generated
     rng = random.Random(2020)
     kills = 0
     for _ in range(4):
+        started = time.time()
         p = subprocess.Popen(cmd(out), env=SUBPROCESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
-        time.sleep(rng.uniform(0.3, 0.9) * span)
+        # the moment: a seeded fraction of an episode's time after this run began writing an episode
+        # (its own .tmp- folder): a fixed share of the reference run's span missed every run when the
+        # machine's load fell between the reference and the kills (CI: no kill at all)
+        while p.poll() is None and not any(d.stat().st_mtime >= started - 1 for d in (out / "episodes").glob(".tmp-*")):
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.4) * span / 2)
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             kills += 1

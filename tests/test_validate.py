@@ -340,3 +340,27 @@ def test_regenerate_compares_every_array(generated, tmp_path):
     plant(generated, copy, "depth_in_mm")
     rows = rows_by_name(copy, regenerate=["1"], checks=["sim_regenerate"])
     assert not rows["sim_regenerate"].passed and "depth_head" in rows["sim_regenerate"].detail
+
+
+@pytest.mark.slow
+def test_wrist_projection_judges_each_arms_wrist_camera(mixed, tmp_path):
+    """sim_wrist_projection looks through both wrists: a frozen wrist_left pose in the left-arm
+    episode (3, tray_blue) fails it by name; the clean mixed dataset passes with both cameras measured."""
+    import shutil
+
+    import numpy as np
+
+    from openarm_sim_dataset import manifest, sidecar
+
+    clean = rows_by_name(mixed, checks=["sim_wrist_projection"])["sim_wrist_projection"]
+    assert clean.passed and "wrist_right: " in clean.detail and "wrist_left: " in clean.detail, clean.detail
+    copy = tmp_path / "copy"
+    shutil.copytree(mixed, copy)
+    p = copy / "episodes/3/sim/sidecar.npz"
+    side = sidecar.load_npz(p)
+    for key in ("cam_pos_wrist_left", "cam_mat_wrist_left"):
+        side[key] = np.repeat(side[key][:1], len(side[key]), axis=0)
+    sidecar.save_npz(p, side)
+    manifest.write(copy / "episodes/3")  # re-sealed: only the check of meaning can tell
+    row = rows_by_name(copy, checks=["sim_wrist_projection"])["sim_wrist_projection"]
+    assert not row.passed and row.episodes == ["3"] and "episode 3 wrist_left" in row.detail, row.detail

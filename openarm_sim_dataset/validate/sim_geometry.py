@@ -148,60 +148,70 @@ def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
 check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduce, _fixed_camera)
 
 
-def _wrist_camera(ctx: Context) -> str | None:
-    cams = [c for c in _cameras(ctx) if c.startswith("wrist")]
-    return ("wrist_right" if "wrist_right" in cams else cams[0]) if cams else None
+def _wrist_cameras(ctx: Context) -> list[str]:
+    """Every wrist camera of the dataset (each arm's: an episode's acting arm may be either)."""
+    return [c for c in _cameras(ctx) if c.startswith("wrist")]
 
 
-def _wrist_episode(ctx: Context, ep: str, cam: str | None) -> tuple[int, int] | ModelProblem | None:
-    """(frames with the red cube centre in view of ``cam``, of them on its own label), with K and the
-    cube size of the episode's own model."""
-    got = _labelled(ctx, ep, cam)
-    if not isinstance(got, tuple):
-        return got
-    side, m, fr = got
+def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[int, int]] | ModelProblem | None:
+    """Per wrist camera: (frames with the red cube centre in view, of them on its own label), with K
+    and the cube size of the episode's own model."""
     from ..sim.scene import cube_half_size
 
-    K = _episode_K(ctx, ep, cam, m)
-    half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
-    labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
-    h, w = labels.shape[1:]
-    pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
-    ep_in = ep_hit = 0
-    for k in range(len(labels)):
-        uv, z = project(K, pos[k], mat[k], pose[k, 0, :3][None])
-        if not np.isfinite(uv).all() or z[0] <= 0:
-            continue
-        u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
-        if not (0 <= u < w and 0 <= v < h):
-            continue
-        # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
-        if depth is not None and depth[k, v, u] < z[0] - half_diagonal:
-            continue
-        ep_in += 1
-        ep_hit += int(labels[k, v, u] == 4)
-    return ep_in, ep_hit
+    out = {}
+    for cam in cams:
+        got = _labelled(ctx, ep, cam)
+        if not isinstance(got, tuple):
+            if got is None:
+                continue
+            return got
+        side, m, fr = got
+        K = _episode_K(ctx, ep, cam, m)
+        half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
+        labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
+        h, w = labels.shape[1:]
+        pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
+        ep_in = ep_hit = 0
+        for k in range(len(labels)):
+            uv, z = project(K, pos[k], mat[k], pose[k, 0, :3][None])
+            if not np.isfinite(uv).all() or z[0] <= 0:
+                continue
+            u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
+            if not (0 <= u < w and 0 <= v < h):
+                continue
+            # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
+            if depth is not None and depth[k, v, u] < z[0] - half_diagonal:
+                continue
+            ep_in += 1
+            ep_hit += int(labels[k, v, u] == 4)
+        out[cam] = (ep_in, ep_hit)
+    return out or None
 
 
-def _wrist_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
-    if cam is None:
+def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
+    if not cams:
         return Outcome(True, "no wrist camera", skipped=True, applicable=False)
     parts, bad, problems = _model_problems(parts)
-    in_view, hits = 0, 0
+    seen = {c: [0, 0] for c in cams}  # camera: [in view, on its label]
+    worst = []
     for ep, part in parts.items():
         if part is None:
             continue
-        ep_in, ep_hit = part
-        in_view += ep_in
-        hits += ep_hit
-        if ep_in and ep_hit / ep_in <= ctx.t.wrist_hit_fraction:
-            bad.append(ep)
+        for cam, (ep_in, ep_hit) in part.items():
+            seen[cam][0] += ep_in
+            seen[cam][1] += ep_hit
+            if ep_in and ep_hit / ep_in <= ctx.t.wrist_hit_fraction:
+                if ep not in bad:
+                    bad.append(ep)
+                worst.append(f"episode {ep} {cam} {ep_hit}/{ep_in}")
     if problems:
         return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
-    if in_view == 0:
-        return Outcome(False, f"red cube never in view of {cam}", list(ctx.episodes))
-    return Outcome(not bad, f"{cam}: red cube centre on its label in {hits}/{in_view} in-view frames "
-                   f"({hits / in_view:.1%}; per episode > {ctx.t.wrist_hit_fraction:.0%} required)", bad)
+    if not any(n for n, _ in seen.values()):
+        return Outcome(False, f"red cube never in view of {', '.join(cams)}", list(ctx.episodes))
+    shown = "; ".join(f"{c}: {h}/{n}" + (f" ({h / n:.1%})" if n else "") for c, (n, h) in seen.items())
+    return Outcome(not bad, f"red cube centre on its label in the in-view frames of {shown} (per episode and "
+                   f"camera > {ctx.t.wrist_hit_fraction:.0%} required)" + (f"; failing: {', '.join(worst[:3])}" if worst else ""),
+                   bad)
 
 
-check_sim_wrist = EpisodeCheck(_wrist_episode, _wrist_reduce, _wrist_camera)
+check_sim_wrist = EpisodeCheck(_wrist_episode, _wrist_reduce, _wrist_cameras)
