@@ -383,7 +383,7 @@ class Episode:
         if self._finished:
             if self.reason is None:
                 raise RecordError(None, f"episode {self.id} is already saved")
-            raise EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
+            raise self._discarded()
         t0 = time.perf_counter()
         if self.reason is None and self._stale_ns is not None and self._start is not None:
             self._deadline = -(1 << 63)
@@ -396,7 +396,7 @@ class Episode:
                 rec._request(("discard", self.id, self.reason))
             except RecordError:
                 pass  # the writer died: nothing left to remove in this process
-            out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}"))
+            out.set_exception(self._discarded())
             return out
         for st in self._streams.values():
             self._hand_over(st)
@@ -408,21 +408,18 @@ class Episode:
             commit = rec._request_nowait(("commit", self.id, entry))
         except RecordError as e:
             rec._saving.pop(self.id, None)
-            out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
-                              if self.reason is not None else e)  # the writer died meanwhile
+            out.set_exception(self._discarded() if self.reason is not None else e)  # the writer died meanwhile
             return out
 
         def finished(f: Future) -> None:
             rec._saving.pop(self.id, None)
             error = f.exception()
             if error is not None:
-                out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason}")
-                                  if self.reason is not None else error)
+                out.set_exception(self._discarded() if self.reason is not None else error)
                 return
             done = f.result()
             if done is None:  # discarded by the writer meanwhile (identical frames, write failure)
-                out.set_exception(EpisodeDiscarded(None, f"episode {self.id} was discarded: "
-                                                         f"{self.reason or 'by the writer'}"))
+                out.set_exception(self._discarded())
                 return
             saved_entry, rows = done
             self.saved = True
@@ -431,6 +428,9 @@ class Episode:
 
         commit.add_done_callback(finished)
         return out
+
+    def _discarded(self) -> EpisodeDiscarded:
+        return EpisodeDiscarded(None, f"episode {self.id} was discarded: {self.reason or 'by the writer'}")
 
     def discard(self, reason: str = "discarded by the caller", keep_id: bool = True) -> None:
         """Drop the episode: its files are removed, its id stays used (a gap in the ids), and

@@ -249,7 +249,7 @@ class RecorderNode:
         except RecordError as e:
             self.log("error", f"episode {ep.id}: not saved: {e}")
             return
-        self._saving.append(fut)
+        self._saving = [f for f in self._saving if not f.done()] + [fut]
         fut.add_done_callback(lambda f, ep=ep: self._saved(ep, success, f))
 
     def _saved(self, ep, success: bool, fut) -> None:

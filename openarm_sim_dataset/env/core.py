@@ -50,7 +50,9 @@ from ..sim.models import cached_model, episode_model
 from ..sim.recorder import RecordedEpisode, StepRecorder
 from ..sim.render import SimRenderer
 from ..sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
-from ..sim.tasks import get_task, make_controller, object_up_vectors, rollout_outcome, set_initial_state
+from ..sim.tasks import (
+    get_task, make_controller, object_up_vectors, objects_turned, rollout_outcome, set_initial_state,
+)
 from ..sim.tasks.planner import EpisodeResult
 from ..sim.variation import check_mode, draw_variation
 
@@ -239,7 +241,7 @@ class OpenArmEnv(gym.Env):
     # --------------------------------------------------------------- outcome
     def knocked_over(self) -> bool:
         """A task object rests on another face than it started on (a success then counts as lucky)."""
-        return any(self.rule.turned(self.data, o, up) for o, up in self._start_up.items())
+        return objects_turned(self.rule, self.data, self._start_up)
 
     def outcome(self, success: Optional[bool] = None) -> str:
         return rollout_outcome(self.rule, self.data, self._start_up, self.success_any, success)[0]

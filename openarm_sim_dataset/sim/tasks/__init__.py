@@ -222,5 +222,9 @@ def rollout_outcome(rule: ScriptedController, data: mujoco.MjData, start_up: Dic
     ``sim_labels`` judges them again with it: one rule, no copy."""
     success = rule.success(data) if success is None else success
     outcome = "success" if success else ("undone" if success_any else "not_done")
-    knocked = bool(success and any(rule.turned(data, o, up) for o, up in start_up.items()))
-    return outcome, knocked
+    return outcome, bool(success and objects_turned(rule, data, start_up))
+
+
+def objects_turned(rule: ScriptedController, data: mujoco.MjData, start_up: Dict[str, np.ndarray]) -> bool:
+    """A task object of ``rule`` rests in ``data`` on another face than its up axis in ``start_up``."""
+    return any(rule.turned(data, o, up) for o, up in start_up.items())
