@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def dataflow(out: Path, python: str = sys.executable, reference: bool = False, seconds: float = 1.0,
-             episodes: int = 2, camera_hz: int = 10, size: str = "64x48", command_queue: int = 100) -> str:
+             episodes: int = 2, camera_hz: int = 10, size: str = "64x48", command_queue: int = 100,
+             arm_hz: int = 250, stale_after_s: float | None = None) -> str:
     """The dataflow YAML. Every input keeps dora's default queue size except ``command`` (a command
     dropped by a full channel would leave both recorders out of step with the UI: not what is compared)."""
     env = {"PYTHONPATH": str(ROOT), "MUJOCO_GL": "egl"}
@@ -37,18 +38,18 @@ def dataflow(out: Path, python: str = sys.executable, reference: bool = False, s
                   "camera_head": "head/image"}
     nodes = [
         node("leader", f"{sim} leader --seconds {seconds} --episodes {episodes}",
-             {"tick": "dora/timer/millis/4", "ready_right": {"source": "right/state", "queue_size": 1},
-              "ready_left": {"source": "left/state", "queue_size": 1}, "ready_head": {"source": "head/image", "queue_size": 1}},
+             {"tick": f"dora/timer/millis/{1000 // arm_hz}"},
              ["move_position_right", "move_position_left", "action_right", "action_left", "command"]),
         *(node(side, f"{sim} follower --side {side}",
-               {"request_state": "dora/timer/millis/4", "move_position": f"leader/move_position_{side}"},
+               {"request_state": f"dora/timer/millis/{1000 // arm_hz}", "move_position": f"leader/move_position_{side}",
+                "request_position": "head/request_position"},
                ["state", "position", "status"]) for side in ("right", "left")),
         node("head", f"{sim} camera --name head --size {size}",
              {"tick": f"dora/timer/millis/{1000 // camera_hz}",
-              "state_right": {"source": "right/state", "queue_size": 1},
-              "state_left": {"source": "left/state", "queue_size": 1}}, ["image"]),
+              "position_right": "right/position", "position_left": "left/position"}, ["image", "request_position"]),
         node("recorder", "-m openarm_sim_dataset.dora.recorder_node", rec_inputs,
-             extra_env={"DIRECTORY": str(out / "data"), "NAME": "ours"}),
+             extra_env={"DIRECTORY": str(out / "data"), "NAME": "ours",
+                        **({"STALE_AFTER_S": str(stale_after_s)} if stale_after_s is not None else {})}),
     ]
     if reference:
         ref = str(Path(python).with_name("dora-openarm-dataset-recorder"))
@@ -87,6 +88,7 @@ def main() -> int:
     ap.add_argument("--reference", action="store_true", help="the PyPI recorder side by side")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--episodes", type=int, default=2)
+    ap.add_argument("--arm-hz", type=int, default=250, help="the followers' and leader's timer rate")
     ap.add_argument("--run", action="store_true")
     args = ap.parse_args()
     if not args.run:
@@ -95,7 +97,7 @@ def main() -> int:
                                                         episodes=args.episodes))
         print(args.out / "dataflow.yml")
         return 0
-    p = run(args.out, reference=args.reference, seconds=args.seconds, episodes=args.episodes)
+    p = run(args.out, reference=args.reference, seconds=args.seconds, episodes=args.episodes, arm_hz=args.arm_hz)
     log = p.stdout + p.stderr
     (args.out / "run.log").write_text(log)
     print(f"dora run: exit {p.returncode}; inputs dropped by dora per node: {drops(log)}")

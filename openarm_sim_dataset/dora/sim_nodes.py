@@ -12,13 +12,25 @@ compensation, the scene's timestep): each request advances the physics to the wa
 simulation runs in real time (capped at 50 ms per request when the machine falls behind).
 
 ``camera`` (``... camera --name head``): renders the scene's camera ``name`` on every ``tick`` as
-JPEG (UInt8, metadata ``encoding``/``width``/``height``), the arm posed from the followers' ``state``
-inputs (``state_right``/``state_left``).
+JPEG (UInt8, metadata ``encoding``/``width``/``height``), the arms posed as the followers report
+them. Wired as the follower's API intends, it asks for the pose at its own rate: output
+``request_position`` (to the followers' ``request_position``), inputs ``position_{right,left}``
+(their ``position`` replies); the frame is rendered once every side has answered that tick's
+request (or at the next tick, with the newest pose, if an answer was lost). It also takes the
+followers' ``state`` as ``state_{right,left}`` (then it renders at the tick with the newest state);
+that costs the camera one event per state (500/s for two arms at 250 Hz) where the request costs
+one per frame and side, and with dora 1.1.0's ingress channel (sized from the sum of the node's
+input queue sizes, shared by every input) a busy camera then drops its own ticks.
 
 ``leader`` (``... leader --seconds 1 --episodes 2``): a scripted stand-in for a leader and the web
 UI: on every ``tick`` it sends ``move_position_{right,left}`` (a slow sine about a resting pose) and
 ``action_{right,left}`` (the same targets, what a recorder records as actions), and ``command``
 (``start`` with ``episode_number``/``task_index``, ``success`` after ``--seconds``, ..., ``quit``).
+
+Every node loads its model (and the camera its renderer, with one warm-up frame) **before** it calls
+``dora.Node()``: dora starts the dataflow's timers once every node has, so the nodes' start-up (a
+second or more of CPU on a 2-core machine) is over when the first tick comes, instead of starving
+the nodes that already run.
 """
 
 from __future__ import annotations
@@ -111,9 +123,11 @@ class SimArm:
                 "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8, "bus": dict(_BUS)}
 
 
-def follower(node, side: str) -> None:
+def follower(node, side: str, arm: SimArm | None = None) -> None:
+    """The follower's event loop; ``arm``: one built before ``node`` was (see the module doc)."""
     pa = _pa()
-    arm = SimArm(side)
+    arm = arm if arm is not None else SimArm(side)
+    arm.t_wall = time.perf_counter()  # the physics starts with the dataflow, not at model load
     epoch = 1
     st_type, q_type = state_type(), qpos_type()
     node.send_output("status", pa.array([STATUS_STARTED]), {"start_epoch": epoch})
@@ -145,53 +159,94 @@ def follower(node, side: str) -> None:
             print(f"[warn] follower {side}: {eid}: {e}", file=sys.stderr, flush=True)
 
 
-def camera(node, name: str, width: int, height: int, quality: int = 80) -> None:
+class SimCamera:
+    """One scene camera rendered as JPEG from the arms' joint positions (the generator's model and
+    renderer); built, and one frame rendered, before ``Node()`` (EGL set-up, shader compilation)."""
+
+    def __init__(self, name: str, width: int, height: int, quality: int = 80):
+        from ..gl import import_mujoco
+        from ..sim.models import load_model
+        from ..sim.render import SimRenderer
+        from ..sim.scene import SceneConfig, arm_index
+        from ..synthetic import MID_QPOS
+
+        self.mujoco = mujoco = import_mujoco()
+        self.name, self.width, self.height, self.quality = name, width, height, quality
+        cfg = SceneConfig(cameras=(name,), width=width, height=height, wrist_left=name == "wrist_left")
+        self.model = load_model(cfg)
+        self.data = mujoco.MjData(self.model)
+        self.arms = {s: arm_index(self.model, s) for s in ("right", "left")}
+        for side, a in self.arms.items():
+            self.data.qpos[a.qpos] = MID_QPOS[side]
+        self.renderer = SimRenderer(self.model, cfg)
+        self.jpeg()  # the first frame pays the renderer's set-up
+
+    def pose(self, side: str, qpos) -> None:
+        if side in self.arms:
+            self.data.qpos[self.arms[side].qpos] = qpos
+
+    def jpeg(self) -> bytes:
+        from PIL import Image
+
+        self.mujoco.mj_kinematics(self.model, self.data)
+        self.mujoco.mj_camlight(self.model, self.data)
+        rgb = self.renderer.render(self.data, self.name, depth=False, labels=False)["rgb"]
+        buf = io.BytesIO()
+        Image.fromarray(rgb).save(buf, format="JPEG", quality=self.quality)
+        return buf.getvalue()
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+def camera(node, name: str, width: int, height: int, quality: int = 80, cam: SimCamera | None = None) -> None:
+    """The camera's event loop (see the module doc); ``cam``: one built before ``node`` was."""
     pa = _pa()
-    from PIL import Image
+    cam = cam if cam is not None else SimCamera(name, width, height, quality)
+    inputs = set(((node.node_config() or {}).get("inputs") or {}))
+    sides = {i.split("_", 1)[1] for i in inputs if i.startswith(("state_", "position_"))} & set(cam.arms)
+    ask = {i.removeprefix("position_") for i in inputs if i.startswith("position_")} & set(cam.arms)
+    pending: set[str] = set()  # sides whose answer to this tick's request has not come
 
-    from ..gl import import_mujoco
-    from ..sim.models import load_model
-    from ..sim.render import SimRenderer
-    from ..sim.scene import SceneConfig, arm_index
+    def send() -> None:
+        node.send_output("image", pa.array(np.frombuffer(cam.jpeg(), np.uint8)),
+                         {"encoding": "jpeg", "width": cam.width, "height": cam.height})
 
-    mujoco = import_mujoco()
-    cfg = SceneConfig(cameras=(name,), width=width, height=height, wrist_left=name == "wrist_left")
-    model = load_model(cfg)
-    data = mujoco.MjData(model)
-    arms = {s: arm_index(model, s) for s in ("right", "left")}
-    renderer = SimRenderer(model, cfg)
-    mujoco.mj_forward(model, data)
     closed: set[str] = set()
     for event in node:
-        if event["type"] == "INPUT_CLOSED" and event["id"].startswith("state_"):
-            closed.add(event["id"])
-            if closed >= {f"state_{s}" for s in arms}:
-                break  # both followers are gone
+        if event["type"] == "INPUT_CLOSED" and event["id"].startswith(("state_", "position_")):
+            closed.add(event["id"].split("_", 1)[1])
+            if sides and closed >= sides:
+                break  # the followers are gone
         if event["type"] != "INPUT":
             continue
         eid = event["id"]
-        if eid.startswith("state_"):
-            side = eid.removeprefix("state_")
-            if side in arms:
-                data.qpos[arms[side].qpos] = event["value"].field("qpos")[0].values.to_numpy()
+        if eid.startswith(("state_", "position_")):
+            side = eid.split("_", 1)[1]
+            cam.pose(side, event["value"].field("qpos")[0].values.to_numpy())
+            if side in pending:
+                pending.discard(side)
+                if not pending:
+                    send()
         elif eid == "tick":
-            mujoco.mj_kinematics(model, data)
-            mujoco.mj_camlight(model, data)
-            rgb = renderer.render(data, name, depth=False, labels=False)["rgb"]
-            buf = io.BytesIO()
-            Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
-            node.send_output("image", pa.array(np.frombuffer(buf.getvalue(), np.uint8)),
-                             {"encoding": "jpeg", "width": width, "height": height})
-    renderer.close()
+            if pending:
+                send()  # an answer was lost: this tick's frame with the newest pose
+                pending = set()
+            if ask:
+                pending = set(ask)
+                node.send_output("request_position", pa.array([True]))
+            else:
+                send()
+    cam.close()
 
 
 def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: bool = False,
            warmup: float = 1.0) -> None:
     """Scripted leader + UI: episodes of ``seconds``, ``gap`` s apart; the first cancelled and
     restarted under the same number if ``cancel_first``; then ``quit``. The plan's clock starts
-    ``warmup`` s after every ``ready_*`` input has sent something: the nodes' first seconds are a
-    burst (a follower's MuJoCo model loading, a backlog of timer ticks) that a human operator would
-    also wait out before pressing start."""
+    ``warmup`` s after the first ``tick`` (and, if the node has ``ready_*`` inputs, after each of them
+    has sent something): what a human operator waits before pressing start, and what lets a timer's
+    first backlog pass."""
     pa = _pa()
     from ..synthetic import MID_QPOS
 
@@ -208,7 +263,7 @@ def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: 
         number += 1
         t += seconds + gap
     plan.append((t, "quit", {}))
-    t0 = None  # the plan's clock starts once every ``ready_*`` input has sent something
+    t0 = None
     waiting = {i for i in ((node.node_config() or {}).get("inputs") or {}) if i.startswith("ready_")}
     i = 0
     for event in node:
@@ -257,14 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("the simulated dora nodes need dora-rs: pip install 'openarm-sim-dataset[dora]'", file=sys.stderr)
         return 2
-    node = Node()
+    # the heavy set-up first: dora starts the timers once every node has called Node()
     if args.node == "follower":
-        follower(node, args.side)
+        arm = SimArm(args.side)
+        follower(Node(), args.side, arm)
     elif args.node == "camera":
         w, h = (int(v) for v in args.size.lower().split("x"))
-        camera(node, args.name, w, h, args.quality)
+        cam = SimCamera(args.name, w, h, args.quality)
+        camera(Node(), args.name, w, h, args.quality, cam)
     else:
-        leader(node, args.seconds, args.episodes, cancel_first=args.cancel_first, warmup=args.warmup)
+        leader(Node(), args.seconds, args.episodes, cancel_first=args.cancel_first, warmup=args.warmup)
     return 0
 
 
