@@ -18,13 +18,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: ``--load``: five cameras (output name: the model's camera it renders)
+LOAD_CAMERAS = {"head": "head", "wrist_right": "wrist_right", "wrist_left": "wrist_left", "chest": "head",
+                "side": "head"}
 
 
 def dataflow(out: Path, python: str = sys.executable, reference: bool = False, seconds: float = 1.0,
              episodes: int = 2, camera_hz: int = 10, size: str = "64x48", command_queue: int = 100,
-             arm_hz: int = 250, stale_after_s: float | None = None) -> str:
+             arm_hz: int = 250, stale_after_s: float | None = None, load: bool = False) -> str:
     """The dataflow YAML. Every input keeps dora's default queue size except ``command`` (a command
-    dropped by a full channel would leave both recorders out of step with the UI: not what is compared)."""
+    dropped by a full channel would leave both recorders out of step with the UI: not what is compared).
+    ``load``: instead of the live-rendered head camera, the issue's recording load: five 640x480 JPEG
+    cameras at 30 Hz, each replaying frames rendered at its start (what a hardware JPEG camera sends)."""
     env = {"PYTHONPATH": str(ROOT), "MUJOCO_GL": "egl"}
 
     def node(id_, args, inputs, outputs=(), extra_env=None, path=python):
@@ -35,18 +40,21 @@ def dataflow(out: Path, python: str = sys.executable, reference: bool = False, s
     rec_inputs = {"command": {"source": "leader/command", "queue_size": command_queue},
                   "arm_right_observation": "right/state", "arm_left_observation": "left/state",
                   "arm_right_action": "leader/action_right", "arm_left_action": "leader/action_left",
-                  "camera_head": "head/image"}
+                  **{f"camera_{c}": f"{c}/image" for c in (LOAD_CAMERAS if load else ("head",))}}
     nodes = [
         node("leader", f"{sim} leader --seconds {seconds} --episodes {episodes}",
              {"tick": f"dora/timer/millis/{1000 // arm_hz}"},
              ["move_position_right", "move_position_left", "action_right", "action_left", "command"]),
         *(node(side, f"{sim} follower --side {side}",
                {"request_state": f"dora/timer/millis/{1000 // arm_hz}", "move_position": f"leader/move_position_{side}",
-                "request_position": "head/request_position"},
+                **({} if load else {"request_position": "head/request_position"})},
                ["state", "position", "status"]) for side in ("right", "left")),
-        node("head", f"{sim} camera --name head --size {size}",
-             {"tick": f"dora/timer/millis/{1000 // camera_hz}",
-              "position_right": "right/position", "position_left": "left/position"}, ["image", "request_position"]),
+        *((node(c, f"{sim} camera --name {c} --view {LOAD_CAMERAS[c]} --size 640x480 --replay-frames 8",
+                {"tick": "dora/timer/millis/33", "leader": {"source": "leader/command", "queue_size": 100}}, ["image"])
+          for c in LOAD_CAMERAS) if load else
+          [node("head", f"{sim} camera --name head --size {size}",
+                {"tick": f"dora/timer/millis/{1000 // camera_hz}",
+                 "position_right": "right/position", "position_left": "left/position"}, ["image", "request_position"])]),
         node("recorder", "-m openarm_sim_dataset.dora.recorder_node", rec_inputs,
              extra_env={"DIRECTORY": str(out / "data"), "NAME": "ours",
                         **({"STALE_AFTER_S": str(stale_after_s)} if stale_after_s is not None else {})}),
@@ -89,15 +97,17 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--arm-hz", type=int, default=250, help="the followers' and leader's timer rate")
+    ap.add_argument("--load", action="store_true", help="five 640x480 JPEG cameras at 30 Hz (replayed frames)")
     ap.add_argument("--run", action="store_true")
     args = ap.parse_args()
     if not args.run:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "dataflow.yml").write_text(dataflow(args.out, reference=args.reference, seconds=args.seconds,
-                                                        episodes=args.episodes))
+                                                        episodes=args.episodes, arm_hz=args.arm_hz, load=args.load))
         print(args.out / "dataflow.yml")
         return 0
-    p = run(args.out, reference=args.reference, seconds=args.seconds, episodes=args.episodes, arm_hz=args.arm_hz)
+    p = run(args.out, reference=args.reference, seconds=args.seconds, episodes=args.episodes, arm_hz=args.arm_hz,
+            load=args.load)
     log = p.stdout + p.stderr
     (args.out / "run.log").write_text(log)
     print(f"dora run: exit {p.returncode}; inputs dropped by dora per node: {drops(log)}")
@@ -111,7 +121,9 @@ def main() -> int:
             ds = Dataset(root)
             rows = {e: pq.ParquetFile(root / "episodes" / e / "obs/arms/right/state.parquet").metadata.num_rows
                     for e in ds.episode_ids}
-            print(f"  {name}: episodes {ds.episode_ids}, obs rows (right arm) {rows}")
+            frames = {e: {c.name: len(list(c.glob("*.jpeg"))) for c in sorted((root / "episodes" / e / "cameras").iterdir())
+                          if c.is_dir()} for e in ds.episode_ids}
+            print(f"  {name}: episodes {ds.episode_ids}, obs rows (right arm) {rows}, frames per camera {frames}")
     return 0
 
 

@@ -163,7 +163,8 @@ class SimCamera:
     """One scene camera rendered as JPEG from the arms' joint positions (the generator's model and
     renderer); built, and one frame rendered, before ``Node()`` (EGL set-up, shader compilation)."""
 
-    def __init__(self, name: str, width: int, height: int, quality: int = 80):
+    def __init__(self, name: str, width: int, height: int, quality: int = 80, view: str | None = None,
+                 replay: int = 0):
         from ..gl import import_mujoco
         from ..sim.models import load_model
         from ..sim.render import SimRenderer
@@ -171,8 +172,9 @@ class SimCamera:
         from ..synthetic import MID_QPOS
 
         self.mujoco = mujoco = import_mujoco()
-        self.name, self.width, self.height, self.quality = name, width, height, quality
-        cfg = SceneConfig(cameras=(name,), width=width, height=height, wrist_left=name == "wrist_left")
+        view = view or name  # the model's camera that renders this one's images
+        self.name, self.view, self.width, self.height, self.quality = name, view, width, height, quality
+        cfg = SceneConfig(cameras=(view,), width=width, height=height, wrist_left=view == "wrist_left")
         self.model = load_model(cfg)
         self.data = mujoco.MjData(self.model)
         self.arms = {s: arm_index(self.model, s) for s in ("right", "left")}
@@ -180,6 +182,15 @@ class SimCamera:
             self.data.qpos[a.qpos] = MID_QPOS[side]
         self.renderer = SimRenderer(self.model, cfg)
         self.jpeg()  # the first frame pays the renderer's set-up
+        # replay: ``replay`` frames of the arms in motion rendered now and sent in turn at every tick,
+        # the load of a hardware JPEG camera (a recorder benchmark at 640x480 x 5 cameras x 30 Hz,
+        # which a CPU could not render live beside the followers)
+        self.frames: list[bytes] = []
+        for k in range(replay):
+            for side, a in self.arms.items():
+                self.data.qpos[a.qpos] = MID_QPOS[side] + 0.15 * np.sin(2 * np.pi * k / replay + np.arange(8))
+            self.frames.append(self.jpeg())
+        self._next = 0
 
     def pose(self, side: str, qpos) -> None:
         if side in self.arms:
@@ -190,10 +201,15 @@ class SimCamera:
 
         self.mujoco.mj_kinematics(self.model, self.data)
         self.mujoco.mj_camlight(self.model, self.data)
-        rgb = self.renderer.render(self.data, self.name, depth=False, labels=False)["rgb"]
+        rgb = self.renderer.render(self.data, self.view, depth=False, labels=False)["rgb"]
         buf = io.BytesIO()
         Image.fromarray(rgb).save(buf, format="JPEG", quality=self.quality)
         return buf.getvalue()
+
+    def replayed(self) -> bytes:
+        frame = self.frames[self._next % len(self.frames)]
+        self._next += 1
+        return frame
 
     def close(self) -> None:
         self.renderer.close()
@@ -204,20 +220,20 @@ def camera(node, name: str, width: int, height: int, quality: int = 80, cam: Sim
     pa = _pa()
     cam = cam if cam is not None else SimCamera(name, width, height, quality)
     inputs = set(((node.node_config() or {}).get("inputs") or {}))
-    sides = {i.split("_", 1)[1] for i in inputs if i.startswith(("state_", "position_"))} & set(cam.arms)
     ask = {i.removeprefix("position_") for i in inputs if i.startswith("position_")} & set(cam.arms)
     pending: set[str] = set()  # sides whose answer to this tick's request has not come
 
     def send() -> None:
-        node.send_output("image", pa.array(np.frombuffer(cam.jpeg(), np.uint8)),
+        node.send_output("image", pa.array(np.frombuffer(cam.replayed() if cam.frames else cam.jpeg(), np.uint8)),
                          {"encoding": "jpeg", "width": cam.width, "height": cam.height})
 
+    watched = inputs - {"tick"}  # the node ends once every one of them is closed (the timer never is)
     closed: set[str] = set()
     for event in node:
-        if event["type"] == "INPUT_CLOSED" and event["id"].startswith(("state_", "position_")):
-            closed.add(event["id"].split("_", 1)[1])
-            if sides and closed >= sides:
-                break  # the followers are gone
+        if event["type"] == "INPUT_CLOSED" and event["id"] in watched:
+            closed.add(event["id"])
+            if closed >= watched:
+                break  # the followers (or whatever else feeds it) are gone
         if event["type"] != "INPUT":
             continue
         eid = event["id"]
@@ -232,7 +248,7 @@ def camera(node, name: str, width: int, height: int, quality: int = 80, cam: Sim
             if pending:
                 send()  # an answer was lost: this tick's frame with the newest pose
                 pending = set()
-            if ask:
+            if ask and not cam.frames:
                 pending = set(ask)
                 node.send_output("request_position", pa.array([True]))
             else:
@@ -299,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--name", default=os.getenv("CAMERA", "head"))
     c.add_argument("--size", default=os.getenv("SIZE", "160x120"))
     c.add_argument("--quality", type=int, default=80)
+    c.add_argument("--view", default=None, help="the model's camera to render (default: --name)")
+    c.add_argument("--replay-frames", type=int, default=0,
+                   help="render this many frames at start and send them in turn (a JPEG camera's load)")
     ld = sub.add_parser("leader")
     ld.add_argument("--seconds", type=float, default=float(os.getenv("EPISODE_SECONDS", "1.0")))
     ld.add_argument("--episodes", type=int, default=int(os.getenv("EPISODES", "2")))
@@ -318,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         follower(Node(), args.side, arm)
     elif args.node == "camera":
         w, h = (int(v) for v in args.size.lower().split("x"))
-        cam = SimCamera(args.name, w, h, args.quality)
+        cam = SimCamera(args.name, w, h, args.quality, view=args.view, replay=args.replay_frames)
         camera(Node(), args.name, w, h, args.quality, cam)
     else:
         leader(Node(), args.seconds, args.episodes, cancel_first=args.cancel_first, warmup=args.warmup)
