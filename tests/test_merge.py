@@ -272,6 +272,7 @@ def test_recording_sessions_whose_measured_rates_differ_slightly_merge(tmp_path)
     assert "frequencies differs" in r.stderr and not (tmp_path / "ac").exists()
 
 
+@pytest.mark.slow  # two randomised generations and a full validate: ~8 s
 def test_randomised_runs_of_two_seeds_merge_into_a_dataset_that_validates(tmp_path):
     """Each merged episode's variation is the one its own seed draws (seed_inputs), not the merged
     dataset's first seed: no false alarm on a merge of two randomised runs."""

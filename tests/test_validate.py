@@ -62,7 +62,17 @@ def test_clean_dataset_passes_every_check(generated):
     assert all(not r.passed for r in rows.values() if r.skipped)
 
 
-@pytest.mark.parametrize("fault", FAULTS)
+#: faults whose default-run case another default test already covers (their check, or the same
+#: path of it): run in CI (slow), every fault still fails on the randomised dataset there too
+SLOW_FAULTS = {"missing_episode", "file_added", "truncated_jpeg", "null_qpos_no_statistics", "unlisted_half_written",
+               "outcome_relabelled", "knocked_over_flipped", "sidecar_seed_changed", "state_qfrc_applied"}
+
+
+def _params(faults):
+    return [pytest.param(f, marks=pytest.mark.slow) if f in SLOW_FAULTS else f for f in faults]
+
+
+@pytest.mark.parametrize("fault", _params(FAULTS))
 def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
     _fault_fails_the_check_that_knows_it(generated, tmp_path, fault)
 
@@ -150,7 +160,7 @@ def _meaning_fault_fails_its_check(src, tmp_path, fault):
     return row
 
 
-@pytest.mark.parametrize("fault", MEANING_FAULTS)
+@pytest.mark.parametrize("fault", _params(MEANING_FAULTS))
 def test_each_fault_of_meaning_fails_its_check_after_resealing(generated, tmp_path, fault):
     """Faults that leave every file well formed, with the manifests re-sealed afterwards (what a tool
     that edits and re-hashes leaves): each fails the one check that knows its meaning, by name."""
