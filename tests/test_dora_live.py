@@ -44,7 +44,10 @@ def test_live_dataflow_records_episodes_that_validate_and_read_identically(tmp_p
     assert "Traceback" not in said, said
     ours = tmp_path / "data" / "ours"
     ds = Dataset(ours)
-    assert len(ds.episode_ids) == 2, said
+    # every episode the node began is kept; a `start` dora never delivered (seen once in 20 runs: neither
+    # a drop nor a discard logged, the leader stalled ~1 s just before) is the dataflow's, not the node's
+    began = re.findall(r"episode (\d+): recording", said)
+    assert began and ds.episode_ids == began, said
     # it keeps up: dora dropped at most 10% as many inputs as our node stored (a node that stalled at
     # the first episode lost 520-1,034 and kept 17-169 of episode 0's 250 rows per stream; fixed: 0-28
     # on an idle 2-core machine, ~100 beside a busy loop); how many samples the simulated nodes
