@@ -21,6 +21,10 @@ followers' ``state`` as ``state_{right,left}`` (then it renders at the tick with
 that costs the camera one event per state (500/s for two arms at 250 Hz) where the request costs
 one per frame and side, and with dora 1.1.0's ingress channel (sized from the sum of the node's
 input queue sizes, shared by every input) a busy camera then drops its own ticks.
+With ``--replay-frames K`` it renders K frames of the arms in motion before ``Node()`` and sends
+them in turn at every tick (``--view``: the model's camera that renders them, when ``--name`` is
+not one): the load a hardware JPEG camera puts on a recorder, at sizes and rates a CPU could not
+render live beside the followers.
 
 ``leader`` (``... leader --seconds 1 --episodes 2``): a scripted stand-in for a leader and the web
 UI: on every ``tick`` it sends ``move_position_{right,left}`` (a slow sine about a resting pose) and
