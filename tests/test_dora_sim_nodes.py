@@ -46,8 +46,7 @@ def _run_camera(cam, events, inputs):
     from openarm_sim_dataset.dora import sim_nodes
 
     node = MockNode(events, node_config={"inputs": {i: "x/y" for i in inputs}})
-    cam.renderer.close = lambda: None  # the module's fixture closes it
-    sim_nodes.camera(node, "head", 64, 48, cam=cam)
+    sim_nodes.camera(node, cam)
     return node
 
 

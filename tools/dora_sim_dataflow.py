@@ -25,7 +25,7 @@ LOAD_CAMERAS = {"head": "head", "wrist_right": "wrist_right", "wrist_left": "wri
 
 def dataflow(out: Path, python: str = sys.executable, reference: bool = False, seconds: float = 1.0,
              episodes: int = 2, camera_hz: int = 10, size: str = "64x48", command_queue: int = 100,
-             arm_hz: int = 250, stale_after_s: float | None = None, load: bool = False) -> str:
+             arm_hz: int = 250, load: bool = False) -> str:
     """The dataflow YAML. Every input keeps dora's default queue size except ``command`` (a command
     dropped by a full channel would leave both recorders out of step with the UI: not what is compared).
     ``load``: instead of the live-rendered head camera, the issue's recording load: five 640x480 JPEG
@@ -56,8 +56,7 @@ def dataflow(out: Path, python: str = sys.executable, reference: bool = False, s
                 {"tick": f"dora/timer/millis/{1000 // camera_hz}",
                  "position_right": "right/position", "position_left": "left/position"}, ["image", "request_position"])]),
         node("recorder", "-m openarm_sim_dataset.dora.recorder_node", rec_inputs,
-             extra_env={"DIRECTORY": str(out / "data"), "NAME": "ours",
-                        **({"STALE_AFTER_S": str(stale_after_s)} if stale_after_s is not None else {})}),
+             extra_env={"DIRECTORY": str(out / "data"), "NAME": "ours"}),
     ]
     if reference:
         ref = str(Path(python).with_name("dora-openarm-dataset-recorder"))

@@ -219,10 +219,10 @@ class SimCamera:
         self.renderer.close()
 
 
-def camera(node, name: str, width: int, height: int, quality: int = 80, cam: SimCamera | None = None) -> None:
-    """The camera's event loop (see the module doc); ``cam``: one built before ``node`` was."""
+def camera(node, cam: SimCamera) -> None:
+    """The camera's event loop (see the module doc) over ``cam``, built before ``node`` was (its
+    builder closes it)."""
     pa = _pa()
-    cam = cam if cam is not None else SimCamera(name, width, height, quality)
     inputs = set(((node.node_config() or {}).get("inputs") or {}))
     ask = {i.removeprefix("position_") for i in inputs if i.startswith("position_")} & set(cam.arms)
     pending: set[str] = set()  # sides whose answer to this tick's request has not come
@@ -257,16 +257,14 @@ def camera(node, name: str, width: int, height: int, quality: int = 80, cam: Sim
                 node.send_output("request_position", pa.array([True]))
             else:
                 send()
-    cam.close()
 
 
 def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: bool = False,
            warmup: float = 1.0) -> None:
     """Scripted leader + UI: episodes of ``seconds``, ``gap`` s apart; the first cancelled and
     restarted under the same number if ``cancel_first``; then ``quit``. The plan's clock starts
-    ``warmup`` s after the first ``tick`` (and, if the node has ``ready_*`` inputs, after each of them
-    has sent something): what a human operator waits before pressing start, and what lets a timer's
-    first backlog pass."""
+    ``warmup`` s after the first ``tick``: what a human operator waits before pressing start, and what
+    lets a timer's first backlog pass."""
     pa = _pa()
     from ..synthetic import MID_QPOS
 
@@ -284,17 +282,11 @@ def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: 
         t += seconds + gap
     plan.append((t, "quit", {}))
     t0 = None
-    waiting = {i for i in ((node.node_config() or {}).get("inputs") or {}) if i.startswith("ready_")}
     i = 0
     for event in node:
-        if event["type"] != "INPUT":
-            continue
-        waiting.discard(event["id"])
-        if event["id"] != "tick":
+        if event["type"] != "INPUT" or event["id"] != "tick":
             continue
         if t0 is None:
-            if waiting:
-                continue
             t0 = time.perf_counter() + warmup
         now = time.perf_counter() - t0
         for side in ("right", "left"):
@@ -342,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.node == "camera":
         w, h = (int(v) for v in args.size.lower().split("x"))
         cam = SimCamera(args.name, w, h, args.quality, view=args.view, replay=args.replay_frames)
-        camera(Node(), args.name, w, h, args.quality, cam)
+        try:
+            camera(Node(), cam)
+        finally:
+            cam.close()
     else:
         leader(Node(), args.seconds, args.episodes, cancel_first=args.cancel_first, warmup=args.warmup)
     return 0
