@@ -262,11 +262,17 @@ class Metadata:
     @property
     def equipment(self) -> "Section":
         """The ``equipment:`` mapping, also with openarm_dataset's attributes: ``.id``, ``.version``,
-        ``.embodiments`` (name -> :class:`Embodiment`), ``.perceptions.cameras`` (name -> its mapping)."""
+        ``.embodiments`` (name -> :class:`Embodiment`), ``.perceptions.cameras`` (name -> its mapping).
+
+        ``.perceptions.cameras`` is keyed by the names as the dataset stores them, as openarm_dataset
+        shows them (``left_wrist`` on the unversioned layout); a lookup by this package's name
+        (``wrist_left``) finds the same entry."""
         eq = self.data["equipment"]
         perceptions = eq.get("perceptions") or {}
         declared = perceptions.get("cameras") or {}
-        cameras = {name: declared[self.stored_camera_name(name)] or {} for name in self.cameras}
+        cameras = _CameraEntries({self.stored_camera_name(name): declared[self.stored_camera_name(name)] or {}
+                                  for name in self.cameras},
+                                 {name: self.stored_camera_name(name) for name in self.cameras})
         return Section(eq, id=eq.get("id"), version=eq.get("version"),
                        embodiments={e.name: e for e in self.embodiments},
                        perceptions=Section(perceptions, cameras=cameras))
@@ -368,6 +374,32 @@ class Section(Mapping):
 
     def __repr__(self) -> str:
         return f"Section({self._data!r})"
+
+
+class _CameraEntries(Mapping):
+    """Declared cameras keyed by their stored names; a canonical name (``wrist_left`` for a stored
+    ``left_wrist``) is an alias of the same entry. Iteration, ``len`` and ``==`` see stored names only."""
+
+    def __init__(self, entries: dict[str, dict], stored_of: dict[str, str]):
+        self._entries = entries
+        self._stored_of = stored_of
+
+    def __getitem__(self, key):
+        if key not in self._entries and key in self._stored_of:
+            key = self._stored_of[key]
+        return self._entries[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self._entries or key in self._stored_of
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return repr(self._entries)
 
 
 def _read_document(path: Path, root: Path) -> tuple[dict, Path, str]:

@@ -1,5 +1,6 @@
 """Drop-in gaps of the reader API closed in issue 21 (as openarm_dataset 0.4.0 has them):
-Embodiment.version, and Camera.tar_path assignable."""
+Embodiment.version, the stored camera names of ``meta.equipment.perceptions.cameras``, and
+Camera.tar_path assignable."""
 
 from __future__ import annotations
 
@@ -24,6 +25,21 @@ def test_embodiment_version_as_the_reference_reads_it(name, expected):
     # right_arm hardware_version, as its conversion takes it)
     ds = Dataset(fixture_path("ref", name))
     assert {k: e.version for k, e in ds.meta.equipment.embodiments.items()} == expected
+
+
+@pytest.mark.parametrize("name", ["dataset_unversioned", "dataset_0.1.0", "dataset_0.2.0", "dataset_0.3.0"])
+def test_perceptions_cameras_keep_the_stored_names(name):
+    od = pytest.importorskip("openarm_dataset")
+    root = fixture_path("ref", name)
+    ours, ref = Dataset(root).meta.equipment.perceptions.cameras, od.Dataset(root).meta.equipment.perceptions.cameras
+    assert list(ours) == list(ref) and len(ours) == len(ref)
+    # this package's names find the same entries, on every layout
+    for canonical in Dataset(root).meta.cameras:
+        assert canonical in ours and ours[canonical] == ours[Dataset(root).meta.stored_camera_name(canonical)]
+    if name == "dataset_unversioned":
+        assert list(ours)[:2] == ["left_wrist", "right_wrist"] and "wrist_left" in ours
+    with pytest.raises(KeyError):
+        ours["nope"]
 
 
 def _jpeg(k: int) -> bytes:
