@@ -99,6 +99,14 @@ def frame_name(timestamp_ns: int) -> str:
     return f"{int(timestamp_ns)}{JPEG_SUFFIX}"
 
 
+def camera_window(spans: list[tuple[int, int, float]]) -> tuple[float, float]:
+    """The stamps (ns) an episode's camera frames must lie within, given ``(first_ns, last_ns,
+    period_ns)`` of each of its state streams: from the latest first sample to the earliest last
+    sample, widened by the longest period. The recorder trims to it and the validator checks it."""
+    pad = max(p for _, _, p in spans)
+    return max(a for a, _, _ in spans) - pad, min(b for _, b, _ in spans) + pad
+
+
 def episode_dir(root: Path, episode_id: str) -> Path:
     """Folder of an episode (any layout). The id is checked before the path is built."""
     return Path(root) / EPISODES_DIR / check_name(episode_id, "episode id", Path(root) / METADATA_FILE)

@@ -47,6 +47,12 @@ than ``stale_after_s`` (default 1 s, measured on the samples' own timestamps) di
 :attr:`Episode.reason` says which camera and for how long, and :meth:`Episode.save` raises
 :class:`EpisodeDiscarded` with it.
 
+**Frames outside the arms' span.** At save, the writer removes the frames stamped before the latest
+first state sample or after the earliest last one, beyond one state period (``layout.camera_window``,
+the validator's ``camera_span`` rule): a camera's last frames arrive after the arms' last samples
+when an episode ends on a command. The entry's ``trimmed_frames:`` counts them per camera, and
+:attr:`EpisodeResult.frames` counts the frames stored.
+
 **Frequencies.** Each saved entry records ``measured_hz`` (1 / median interval of each stream and
 camera, same shape as ``frequencies:``); the dataset's ``frequencies:`` are the median over the
 listed episodes, rounded to 0.1 Hz. Declared streams never recorded keep the value the metadata
@@ -167,7 +173,7 @@ class EpisodeResult:
     id: str
     entry: dict
     rows: dict[str, int] = field(default_factory=dict)  # "obs/arms/right" -> rows stored
-    frames: dict[str, int] = field(default_factory=dict)  # camera -> frames
+    frames: dict[str, int] = field(default_factory=dict)  # camera -> frames stored (after trimming)
     dropped: dict[str, int] = field(default_factory=dict)  # stream or camera -> samples not stored
     seconds: float = 0.0  # time save() took (queue drained, files closed, committed)
 
@@ -421,9 +427,10 @@ class Episode:
             if done is None:  # discarded by the writer meanwhile (identical frames, write failure)
                 out.set_exception(self._discarded())
                 return
-            saved_entry, rows = done
+            saved_entry, rows, frames = done
             self.saved = True
-            out.set_result(EpisodeResult(self.id, saved_entry, rows, dict(self._cam_frames), dict(self.dropped),
+            stored = {c: frames.get(c, 0) for c in self._cam_frames}
+            out.set_result(EpisodeResult(self.id, saved_entry, rows, stored, dict(self.dropped),
                                          seconds=time.perf_counter() - t0))
 
         commit.add_done_callback(finished)

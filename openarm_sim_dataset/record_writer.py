@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import io
+import math
 import mmap
 import os
 import pickle
@@ -122,6 +123,7 @@ class _WEpisode:
         self.rates: dict = {}
         self.prev: dict[str, tuple[bytes, int]] = {}  # camera -> (last JPEG, stamp its identical run began)
         self.known: dict[str, tuple] = {}  # camera -> (stamps, sizes, sha256 digests) of frames written
+        self.spans: dict[str, list[int]] = {}  # state stream -> [first, last] stamp stored
         self.gone = False
 
 
@@ -400,6 +402,9 @@ class _Writer:
             ep.rates[name] = _RateMeter()
         w.write(ts, values)
         ep.rates[name].add(ts.copy())
+        if n:
+            span = ep.spans.setdefault(name, [int(ts[0]), int(ts[-1])])
+            span[1] = int(ts[-1])
 
     def frame(self, ep: _WEpisode | None, item: tuple) -> None:
         _, _, camera, ts, pos, nbytes, payload = item
@@ -471,9 +476,13 @@ class _Writer:
         if ep is None or ep.gone:
             return None
         rows = {name: w.rows for (_kind, name), w in ep.streams.items()}  # stored (dropped blocks excluded)
+        trimmed = self.trim_frames(ep)
+        frames = {camera: w.frames for camera, w in ep.frames.items()}
         self.close_files(ep)
         measured = _nest({k: m.hz() for k, m in ep.rates.items()}, digits=3)
         entry = dict(entry)
+        if trimmed:
+            entry["trimmed_frames"] = trimmed
         if measured:
             entry["measured_hz"] = measured
         old = copy.deepcopy(self.meta.data.get("frequencies"))
@@ -484,7 +493,32 @@ class _Writer:
             self.meta.data["frequencies"] = old
             raise
         ep.gone = True
-        return entry, rows
+        return entry, rows, frames
+
+    def trim_frames(self, ep: _WEpisode) -> dict[str, int]:
+        """Remove the frames stamped outside the state streams' span (``layout.camera_window``), which
+        the validator's ``camera_span`` check rejects: a camera's last frames arrive after the arms'
+        last samples when an episode ends. Returns camera -> frames removed (cameras that lost some)."""
+        spans = []
+        for name, (first, last) in ep.spans.items():
+            hz = ep.rates[name].hz()
+            spans.append((first, last, 1e9 / hz if hz else 0.0))
+        if not spans or not ep.frames:
+            return {}
+        lo, hi = layout.camera_window(spans)
+        lo, hi = math.ceil(lo), math.floor(hi)
+        trimmed = {}
+        for camera, w in ep.frames.items():
+            n = w.trim(lo, hi)
+            if not n:
+                continue
+            trimmed[camera] = n
+            if camera in ep.known:
+                stamps, sizes, digests = ep.known[camera]
+                ts = np.frombuffer(stamps, dtype=np.int64)
+                a, b = int(np.searchsorted(ts, lo, side="left")), int(np.searchsorted(ts, hi, side="right"))
+                ep.known[camera] = (stamps[a:b], sizes[a:b], digests[32 * a:32 * b])
+        return trimmed
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -25,8 +25,9 @@ from openarm_sim_dataset import Dataset  # noqa: E402
 from openarm_sim_dataset.validate.core import validate  # noqa: E402
 
 #: checks of timing that a loaded CI machine can fail without any fault of the recorder (samples the
-#: simulated nodes were late to send; issue 18 makes them warnings for recorded data)
-TIMING = {"timestamps", "camera_rate", "camera_span"}
+#: simulated nodes were late to send; issue 18 makes them warnings for recorded data). camera_span is
+#: not among them: the recorder trims frames outside the arms' span, so it must pass.
+TIMING = {"timestamps", "camera_rate"}
 
 
 @pytest.mark.slow  # a real dataflow: 5-6 processes, MuJoCo, ~20-40 s

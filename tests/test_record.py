@@ -392,16 +392,58 @@ def test_record_demo_runs_a_live_mujoco_episode(tmp_path):
         assert "was discarded: camera 'head'" in r.stdout
 
 
-def test_tar_frames_written_as_they_come_keep_nothing_per_frame(tmp_path):
+def test_tar_frames_written_as_they_come_keep_24_bytes_per_frame(tmp_path):
+    import tarfile
+    import tracemalloc
+
     from openarm_sim_dataset.camera import Camera, FrameWriter
 
     w = FrameWriter(tmp_path / "head.tar", "tar")
-    for k in range(20):
-        w.write(T0 + k, jpeg(k))
-        assert w._tar.members == []  # tarfile would keep every TarInfo: memory growing per frame
+    frames = [jpeg(k) for k in range(2000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for k, data in enumerate(frames):
+            w.write(T0 + k, data)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # stamp, size and offset as int64 arrays (for trim); tarfile's TarInfo per member would be ~1 kB
+    assert grown < 2000 * 24 * 2 + 4096, grown
     w.close()
     cam = Camera("head", tmp_path / "head")  # the folder or, beside it, head.tar
-    assert cam.num_frames == 20 and cam.read_bytes(19) == jpeg(19)
+    assert cam.num_frames == 2000 and cam.read_bytes(1999) == frames[1999]
+    # the same bytes tarfile writes for these members (reproducible headers)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for k, data in enumerate(frames[:50]):
+            info = tarfile.TarInfo(layout.frame_name(T0 + k))
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            t.addfile(info, io.BytesIO(data))
+    w = FrameWriter(tmp_path / "small.tar", "tar")
+    for k, data in enumerate(frames[:50]):
+        w.write(T0 + k, data)
+    w.close()
+    assert (tmp_path / "small.tar").read_bytes() == buf.getvalue()
+
+
+@pytest.mark.parametrize("camera_format", ["dir", "tar"])
+@pytest.mark.parametrize("lo, hi", [(0, 19), (3, 19), (0, 15), (4, 10), (30, 40), (-5, 0)])
+def test_frame_writer_trim_keeps_exactly_the_window(tmp_path, camera_format, lo, hi):
+    from openarm_sim_dataset.camera import Camera, FrameWriter
+
+    path = tmp_path / ("head.tar" if camera_format == "tar" else "head")
+    w = FrameWriter(path, camera_format)
+    for k in range(20):
+        w.write(T0 + k, jpeg(k))
+    kept = [k for k in range(20) if lo <= k <= hi]
+    assert w.trim(T0 + lo, T0 + hi) == 20 - len(kept) and w.frames == len(kept)
+    assert w.bytes == sum(len(jpeg(k)) for k in kept)
+    w.close()
+    cam = Camera("head", tmp_path / "head")
+    assert cam.timestamps.tolist() == [T0 + k for k in kept]
+    assert [cam.read_bytes(i) for i in range(cam.num_frames)] == [jpeg(k) for k in kept]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary left
 
 
 def test_save_nowait_lets_the_next_episode_start_before_the_commit_is_done(tmp_path):
@@ -426,3 +468,33 @@ def test_save_nowait_lets_the_next_episode_start_before_the_commit_is_done(tmp_p
     meta = yaml.safe_load((out / "metadata.yaml").read_text())
     assert [e["id"] for e in meta["episodes"]] == ["0", "1"] and [d["id"] for d in meta["discarded_episodes"]] == ["2"]
     assert validate(Dataset(out)).valid
+
+
+@pytest.mark.parametrize("camera_format", ["dir", "tar"])
+def test_frames_outside_the_state_span_are_trimmed_at_save_and_counted(tmp_path, camera_format):
+    # a camera's frames that arrive before the arms' first samples or after their last ones (an episode
+    # ends on a command, not on a frame) would fail the validator's camera_span check
+    out = tmp_path / "ds"
+    with Recorder(out, metadata(), camera_format=camera_format, rows_per_group=64) as rec:
+        ep = rec.start_episode()
+        ep.add_frame("head", T0 - 50_000_000, jpeg(900))  # 50 ms before the first state sample
+        ep.add_frame("wrist_right", T0 - 3_000_000,  # within one state period: kept
+                     np.random.default_rng(901).integers(0, 256, (48, 64, 3), dtype=np.uint8))
+        record(ep, T0, 100)
+        end = T0 + 99 * STATE_NS
+        for k, dt in enumerate((3_000_000, 10_000_000, 40_000_000)):  # the first within one period
+            ep.add_frame("head", end + dt, jpeg(910 + k))
+        res = ep.save()
+    assert res.entry["trimmed_frames"] == {"head": 3} and res.frames == {"head": 11, "wrist_right": 11}
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert meta["episodes"][0]["trimmed_frames"] == {"head": 3}
+    cams = Dataset(out).load_cameras(0)
+    head = cams["head"].timestamps
+    assert head[0] == T0 + 1000 and head[-1] == end + 3_000_000 and len(head) == 11
+    assert cams["wrist_right"].timestamps[0] == T0 - 3_000_000
+    assert cams["head"].get_frame(10).read_bytes() == jpeg(910)
+    if camera_format == "dir":
+        assert not (out / "episodes/0/cameras/head" / layout.frame_name(T0 - 50_000_000)).exists()
+    report = validate(Dataset(out))
+    assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
+    assert {r.check for r in report if r.passed} >= {"camera_span", "integrity"}

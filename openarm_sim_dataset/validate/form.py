@@ -257,8 +257,7 @@ def check_camera_span(ctx: Context) -> Outcome:
                           for st in s.values() if len(st)]
         if not isinstance(cams, dict) or not spans:
             continue
-        lo = max(a for a, _, _ in spans) - max(p for _, _, p in spans)
-        hi = min(b for _, b, _ in spans) + max(p for _, _, p in spans)
+        lo, hi = layout.camera_window(spans)
         for name, cam in cams.items():
             if cam.num_frames and (cam.timestamps[0] < lo or cam.timestamps[-1] > hi):
                 bad.add(ep)
