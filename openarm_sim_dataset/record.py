@@ -293,6 +293,30 @@ class Episode:
             self._tick(ts)
         return stored
 
+    def add_file(self, path: str, data: bytes, timeout_s: float = 5.0) -> None:
+        """Store ``data`` as the episode's file ``path``, relative to its folder and under ``sim/``
+        (``sim/sidecar.npz``: a simulation node's physics stream), committed and listed in its manifest
+        with the rest. Not for a hot path: it waits up to ``timeout_s`` for room in the shared-memory
+        ring (never dropped). Raises ValueError for another path or a file larger than the ring,
+        :class:`RecordError` if the episode is finished or the writer cannot take it."""
+        parts = str(path).split("/")
+        if len(parts) != 2 or parts[0] != layout.SIM_DIR:
+            raise ValueError(f"episode file {path!r}: must be {layout.SIM_DIR}/<name>")
+        layout.check_name(parts[1], "episode file name")
+        if self._finished or self.reason is not None:
+            raise RecordError(None, f"episode {self.id} is finished or discarded: {path} not stored")
+        rec = self.recorder
+        arr = np.frombuffer(data, dtype=np.uint8)
+        if arr.nbytes > rec.max_pending_bytes:
+            raise ValueError(f"episode file {path}: {arr.nbytes} bytes, more than max_pending_bytes "
+                             f"({rec.max_pending_bytes})")
+        deadline = time.monotonic() + timeout_s
+        while not rec._put(("file", self.id, "/".join(parts)), (arr,), rec.max_pending_bytes, None):
+            if rec._lost_reason is not None or time.monotonic() > deadline:
+                raise RecordError(rec.root, f"episode {self.id}: {path} not stored: "
+                                            f"{rec._lost_reason or f'the writer took no data for {timeout_s:g} s'}")
+            time.sleep(0.005)
+
     # ------------------------------------------------------------------ internals (control thread)
     def _new_stream(self, kind: str, component: str) -> _Stream:
         emb_name, _, comp = str(component).partition("/")
@@ -773,7 +797,7 @@ class Recorder:
                 n = p.nbytes
                 dst[o:o + n].view(p.dtype).reshape(p.shape)[...] = p
                 o += n
-            msg = _pack((*head, start, nbytes, extra) if head[0] == "frame" else (*head, start, extra[0], nbytes, extra[1]))
+            msg = _pack((*head, start, nbytes, extra) if head[0] in ("frame", "file") else (*head, start, extra[0], nbytes, extra[1]))
             try:
                 os.write(self._msg_fd, msg)  # all or nothing (at most PIPE_BUF bytes)
             except BlockingIOError:

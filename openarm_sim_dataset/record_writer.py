@@ -346,6 +346,8 @@ class _Writer:
                     self.rows(ep, item)
                 elif op == "frame":
                     self.frame(ep, item)
+                elif op == "file":
+                    self.file(ep, item)
                 elif op == "commit":
                     res = self.commit(ep, item[2])
                     self.episodes.pop(item[1], None)
@@ -379,8 +381,8 @@ class _Writer:
                 elif ep is not None:
                     self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
             finally:
-                if op in ("rows", "frame"):
-                    self.release(item[-3] if op == "frame" else item[7], item[-2] if op == "frame" else item[9])
+                if op in ("rows", "frame", "file"):
+                    self.release(item[7] if op == "rows" else item[-3], item[9] if op == "rows" else item[-2])
 
     def rows(self, ep: _WEpisode | None, item: tuple) -> None:
         _, _, kind, embodiment, component, name, attrs, pos, n, nbytes, width = item
@@ -442,6 +444,15 @@ class _Writer:
             sizes.append(len(payload))
             digests += hashlib.sha256(payload).digest()
         ep.rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
+
+    def file(self, ep: _WEpisode | None, item: tuple) -> None:
+        _, _, relpath, pos, nbytes, _ = item
+        if ep is None or ep.gone:
+            return
+        folder, name = relpath.split("/")  # checked by Episode.add_file
+        path = ep.tmp / layout.check_name(folder, "episode folder") / layout.check_name(name, "episode file name")
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(self.ring.view(pos, nbytes))  # made durable with the episode at commit
 
     def close_files(self, ep: _WEpisode) -> None:
         for w in [*ep.streams.values(), *ep.frames.values()]:

@@ -65,6 +65,17 @@ MODEL_SHA256_KEY = "model_sha256"
 #: Sidecar arrays of schema 2 (JSON text): the episode's identity, and its judge's history facts.
 EPISODE_KEY = "episode"
 JUDGE_KEY = "judge"
+#: ``simulation.source`` of a dataset recorded live from a simulation node in a dora dataflow
+#: (:mod:`openarm_sim_dataset.dora.sim_nodes`): physics-only sidecars with no task identity or judge
+#: (a teleoperator, not a seed, drove it); a generated dataset has no ``source`` key.
+SOURCE_DATAFLOW = "dataflow"
+
+
+def recorded_live(simulation: dict | None) -> bool:
+    """Whether a ``simulation:`` block is one of a dataflow recording (see :data:`SOURCE_DATAFLOW`)."""
+    return isinstance(simulation, dict) and simulation.get("source") == SOURCE_DATAFLOW
+
+
 #: The keys of the ``episode`` JSON (each equal to the metadata entry's key of the same name).
 IDENTITY_FIELDS = ("task", "arms", "seed_inputs")
 

@@ -16,7 +16,12 @@ observation}`` (a length-1 struct with any of ``qpos``/``qvel``/``qtorque``/``po
 float32 array: qpos); ``elevation_{action,observation}`` (float32, the lifter's mm); ``camera_<name>``
 (the encoded bytes as UInt8, metadata ``encoding`` = jpeg); ``ker_metadata`` (JSON: ``fw``, ``hw``).
 Arm observations are stamped by their metadata ``observation_timestamp`` (Unix ns, when the arm
-was read), or ``timestamp`` if the first one has none; everything else by dora's ``timestamp``.
+was read), or ``timestamp`` if the first one has none; arm actions likewise (a leader's carry none:
+dora's ``timestamp``; a simulation node's carry the simulated time); everything else by dora's
+``timestamp``. Added here: ``sim_file`` (a simulation node's files of an episode, ``sim/sidecar.npz``
+and ``sim/frames.npz``, :mod:`.sim_nodes` ``arms``): stored with the episode, whose ``success``/``fail``
+then waits for them (at most :attr:`RecorderNode.SIM_FILES_WAIT_S`), and the dataset's
+``simulation:`` block from their metadata.
 **Configuration**: ``DIRECTORY``, ``NAME``, ``METADATA_FILE``, ``OPERATION_TYPE`` (teleop/rollout),
 ``DOCKER_IMAGE`` (rollout: ``model.docker_image``), or the same as ``--options``; frequencies
 declared from the dataflow's timers, replaced by the measured ones as episodes are saved.
@@ -41,6 +46,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -149,12 +155,22 @@ class RecorderNode:
     ``value`` (pyarrow), ``metadata``); returns False after ``quit``. Never raises for a message:
     what cannot be used is logged (``log(level, message)``) and skipped."""
 
+    #: How long ``success``/``fail`` waits for the episode's ``sim_file`` messages before it saves the
+    #: episode without them (seconds; a simulation node sends them the moment it gets the command).
+    SIM_FILES_WAIT_S = 3.0
+
     def __init__(self, out: str | os.PathLike, metadata: Mapping, log: Callable[[str, str], None] | None = None,
-                 **recorder_options):
+                 sim_files: bool = False, **recorder_options):
         self.log = log or _print_log
         self.recorder = Recorder(out, metadata, **recorder_options)
         self.episode = None
+        #: whether a simulation node's ``sim_file`` input is wired: an episode's end then waits for them
+        self.sim_files = sim_files
+        self._sim_got: dict[str, tuple[int, int]] = {}  # episode id -> (files stored, files announced)
+        self._ending: tuple | None = None  # (episode, success, command, deadline) waiting for its sim files
+        self._quitting = False
         self.obs_stamp_key: str | None = None
+        self.action_stamp_key: str | None = None
         self.counts = {"stored": 0, "dropped": 0, "skipped": 0}
         self._saving: list = []  # Futures of episodes being committed (logged when done)
         self._warned: set[str] = set()
@@ -164,6 +180,11 @@ class RecorderNode:
 
     # ------------------------------------------------------------------ events
     def handle(self, event: Mapping) -> bool:
+        if self._ending is not None and time.monotonic() > self._ending[3]:
+            self._finish_ending()
+        if self._quitting and self._ending is None:
+            self.close()
+            return False
         if event.get("type") != "INPUT":
             if event.get("type") == "STOP":
                 self.close()
@@ -173,7 +194,9 @@ class RecorderNode:
         try:
             if eid == "command":
                 return self._command(event)
-            if eid == "ker_metadata":
+            if eid == "sim_file":
+                self._sim_file(event)
+            elif eid == "ker_metadata":
                 self._ker(event)
             elif isinstance(eid, str) and eid.startswith(("arm_", "elevation_", "camera_")):
                 self._sample(eid, event)
@@ -211,11 +234,15 @@ class RecorderNode:
                 self.log("warn", "cancel: no episode is being recorded")
             else:
                 self.episode.discard("cancelled", keep_id=False)
+                self._sim_got.pop(self.episode.id, None)
                 self.log("info", f"episode {self.episode.id}: cancelled (removed; its id is free)")
                 self.episode = None
         elif command == "quit":
             if self.episode is not None:
                 self._save(False, "quit")
+            if self._ending is not None:  # its simulation files are on their way: end once they are stored
+                self._quitting = True
+                return True
             self.close()
             return False
         else:
@@ -223,6 +250,8 @@ class RecorderNode:
         return True
 
     def _start(self, md: Mapping) -> None:
+        if self._ending is not None:
+            self._finish_ending()
         if self.episode is not None:
             self.log("warn", f"start refused: episode {self.episode.id} is being recorded "
                              f"(send success, fail or cancel first)")
@@ -245,6 +274,56 @@ class RecorderNode:
             self.log("warn", f"{command}: no episode is being recorded")
             return
         self.episode = None
+        got, announced = self._sim_got.get(ep.id, (0, None))
+        if self.sim_files and (announced is None or got < announced):
+            self._ending = (ep, success, command, time.monotonic() + self.SIM_FILES_WAIT_S)
+            return
+        self._commit(ep, success)
+
+    def _finish_ending(self) -> None:
+        """Save the episode that waits for its simulation files without the missing ones."""
+        ep, success, command, _ = self._ending
+        self._ending = None
+        got, announced = self._sim_got.get(ep.id, (0, None))
+        self.log("warn", f"episode {ep.id}: saved with {got} of {announced if announced is not None else 'its'} "
+                         f"simulation files (none came for {self.SIM_FILES_WAIT_S:g} s after {command})")
+        self._commit(ep, success)
+
+    def _sim_file(self, event: Mapping) -> None:
+        """A simulation node's file of an episode (``sim/sidecar.npz``, ...; metadata ``episode_number``,
+        ``path``, ``files``, ``simulation``): stored with the episode, whose end waits for all of them."""
+        md = event.get("metadata") or {}
+        number, path, files = md.get("episode_number"), md.get("path"), md.get("files")
+        if not isinstance(number, int) or not isinstance(path, str) or not isinstance(files, int) or files < 1:
+            raise ValueError("sim_file: metadata needs episode_number, path and files")
+        ending = self._ending[0] if self._ending is not None else None
+        ep = next((e for e in (ending, self.episode) if e is not None and e.id == str(number)), None)
+        if ep is None:
+            raise ValueError(f"sim_file {path} of episode {number}: no such episode is being recorded")
+        block = md.get("simulation")
+        if isinstance(block, str):
+            self._simulation_block(json.loads(block))
+        ep.add_file(path, _uint8(event["value"]))
+        got = self._sim_got.get(ep.id, (0, files))[0] + 1
+        self._sim_got[ep.id] = (got, files)
+        if ep is ending and got >= files:
+            _, success, _, _ = self._ending
+            self._ending = None
+            self._commit(ep, success)
+
+    def _simulation_block(self, block: Mapping) -> None:
+        """The dataset's ``simulation:`` block, written once; a node that reports another is logged."""
+        have = self.recorder.meta.data.get("simulation")
+        if have is None:
+            self.recorder.set_metadata(("simulation",), dict(block))
+        elif have != block and "simulation" not in self._warned:
+            self._warned.add("simulation")
+            keys = sorted(k for k in set(have) | set(block) if have.get(k) != block.get(k))
+            self.log("warn", f"sim_file: a simulation block that differs from the dataset's in {', '.join(keys)}: "
+                             "kept the dataset's (the validator compares each episode with it)")
+
+    def _commit(self, ep, success: bool) -> None:
+        self._sim_got.pop(ep.id, None)
         try:
             fut = ep.save_nowait(success=success)
         except RecordError as e:
@@ -283,6 +362,13 @@ class RecorderNode:
                 self.obs_stamp_key = "observation_timestamp" if "observation_timestamp" in md else "timestamp"
                 self.log("info", f"arm observation timestamp field: {self.obs_stamp_key}")
             key = self.obs_stamp_key
+        elif eid in ("arm_right_action", "arm_left_action"):
+            # a leader's commands carry dora's timestamp only; a simulation node stamps the targets its
+            # servos track with the simulated time of the sample, as it stamps the observations
+            if self.action_stamp_key is None:
+                self.action_stamp_key = "observation_timestamp" if "observation_timestamp" in md else "timestamp"
+                self.log("info", f"arm action timestamp field: {self.action_stamp_key}")
+            key = self.action_stamp_key
         ep = self.episode
         if ep is None:
             return
@@ -311,9 +397,12 @@ class RecorderNode:
         self.counts["stored" if stored else "dropped"] += 1
 
     def close(self) -> None:
-        """Discard an episode still open (its files removed, id free) and close the recorder."""
+        """Discard an episode still open (its files removed, id free), save one that waits for its
+        simulation files, and close the recorder."""
         if self.recorder is None:
             return
+        if self._ending is not None:
+            self._finish_ending()
         if self.episode is not None and not self.episode._finished:
             self.episode.discard("the node stopped before success/fail", keep_id=False)
             self.log("warn", f"episode {self.episode.id}: the dataflow stopped before success/fail: removed")
@@ -419,8 +508,8 @@ def node_from_dora(node, args: argparse.Namespace, log=None,
     inputs = list((cfg.get("inputs") or {}).keys())
     freq = timer_frequencies(descriptor, cfg)
     meta = build_metadata(meta_file, inputs, args.operation_type, args.docker_image, freq)
-    return RecorderNode(Path(args.directory) / args.name, meta, log=log, camera_format=args.camera_format,
-                        stale_after_s=args.stale_after_s or None)
+    return RecorderNode(Path(args.directory) / args.name, meta, log=log, sim_files="sim_file" in inputs,
+                        camera_format=args.camera_format, stale_after_s=args.stale_after_s or None)
 
 
 class _AnyTagLoader(yaml.SafeLoader):

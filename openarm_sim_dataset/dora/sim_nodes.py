@@ -11,6 +11,20 @@ is read) and ``start_epoch``. The arm is the generator's model (position servos 
 compensation, the scene's timestep): each request advances the physics to the wall clock, so the
 simulation runs in real time (capped at 50 ms per request when the machine falls behind).
 
+``arms`` (``... arms --hz 250``): **one** simulation of both arms that this node owns, so that it
+records each episode's sidecar. It takes the per-arm ids with a side suffix: inputs ``tick`` (the
+state timer: each tick samples both arms, then integrates one state period; the simulation is locked
+to the wall clock), ``request_position``, ``move_position_{right,left}``, ``command``
+(``start``/``success``/``fail``/``cancel``/``quit`` with ``episode_number``, the UI's); outputs
+``state_{right,left}``, ``action_{right,left}`` (the targets the servos track during that period,
+float32 x 8), ``position_{right,left}``, ``status``, all stamped ``observation_timestamp`` = the
+simulated time of the sample as Unix ns (the episode's start + step x timestep, exactly), and
+``sim_file``: at ``success``/``fail`` the episode's ``sim/sidecar.npz`` and ``sim/frames.npz`` (UInt8,
+metadata ``episode_number``, ``path``, ``files``, ``simulation``: the JSON of the dataset's
+``simulation:`` block, ``source: dataflow``). Wire ``sim_file`` to the recording node's ``sim_file``
+and the states and actions to its ``arm_*`` inputs: the episodes then replay bit for bit and the
+validator checks the recorded streams against the physics (``sim_replay``, ``sim_streams_agree``).
+
 ``camera`` (``... camera --name head``): renders the scene's camera ``name`` on every ``tick`` as
 JPEG (UInt8, metadata ``encoding``/``width``/``height``), the arms posed as the followers report
 them. Wired as the follower's API intends, it asks for the pose at its own rate: output
@@ -41,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import sys
 import time
@@ -161,6 +176,169 @@ def follower(node, side: str, arm: SimArm | None = None) -> None:
                                  {"start_epoch": epoch})
         except (ValueError, TypeError, IndexError) as e:
             print(f"[warn] follower {side}: {eid}: {e}", file=sys.stderr, flush=True)
+
+
+class SimArms:
+    """Both arms of the MuJoCo OpenArm in **one** simulation that this node owns, advanced a state
+    period (``state_hz``) per :meth:`tick` and locked to the wall clock (a late tick catches up, at
+    most ``MAX_CATCH_UP_S``), so every sample is stamped exactly ``start + step * timestep`` (Unix ns).
+    Between :meth:`begin` and :meth:`end` it records the episode's physics stream through the
+    generator's :class:`~openarm_sim_dataset.sim.recorder.StepRecorder` (physics only: every step's
+    control, the initial state, a full state every ``1/frame_hz`` s): the episode's sidecar, so that it
+    replays bit for bit and its recorded streams can be checked against the physics."""
+
+    MAX_CATCH_UP_S = 0.05
+
+    def __init__(self, state_hz: float = 250.0, frame_hz: float = 10.0):
+        from ..gl import import_mujoco
+        from ..sim.models import load_model
+        from ..sim.recorder import RecordConfig
+        from ..sim.scene import SceneConfig, arm_index
+        from ..synthetic import MID_QPOS
+
+        self.mujoco = mujoco = import_mujoco()
+        self.scene = SceneConfig(cameras=())
+        self.model = load_model(self.scene)
+        self.data = mujoco.MjData(self.model)
+        self.arms = {side: arm_index(self.model, side) for side in ("right", "left")}
+        for side, a in self.arms.items():  # at rest inside the joint limits, the servos holding it
+            self.data.qpos[a.qpos] = MID_QPOS[side]
+            self.data.ctrl[a.actuators] = MID_QPOS[side]
+        mujoco.mj_forward(self.model, self.data)
+        self.record = RecordConfig(state_hz=state_hz, camera_hz=frame_hz)
+        self.dt_ns = int(round(self.model.opt.timestep * 1e9))
+        self.period, _ = self.record.every(self.model.opt.timestep)  # physics steps per state sample
+        self.steps = 0  # physics steps since the first tick
+        self.start_ns: int | None = None  # Unix ns of step 0, taken at the first tick
+        self.recorder = None
+        self.episode: tuple | None = None  # (episode number, first step, initial state)
+
+    def stamp(self) -> int:
+        """Unix ns of the current state (the one the next step integrates)."""
+        return self.start_ns + self.steps * self.dt_ns
+
+    def move(self, side: str, q: np.ndarray) -> None:
+        a = self.arms[side]
+        lo, hi = self.model.actuator_ctrlrange[a.actuators].T
+        self.data.ctrl[a.actuators] = np.clip(q, lo, hi)
+
+    def _period(self) -> None:
+        m, d, rec = self.model, self.data, self.recorder
+        for _ in range(self.period):
+            if rec is not None:
+                rec.on_step(d, self.steps - self.episode[1], d.ctrl.copy())
+            self.mujoco.mj_step(m, d)
+            self.steps += 1
+
+    def tick(self, now_ns: int | None = None) -> tuple[int, dict, dict]:
+        """``(stamp ns, {side: state}, {side: targets})`` of the state sample this tick takes (before
+        the period it then integrates); periods the wall clock says were missed run first, unsampled."""
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        if self.start_ns is None:
+            self.start_ns = now_ns
+        behind = (now_ns - self.stamp()) // (self.period * self.dt_ns)
+        for _ in range(int(min(behind, self.MAX_CATCH_UP_S * self.record.state_hz))):
+            self._period()
+        ts = self.stamp()
+        states = {side: self.state(side) for side in self.arms}
+        targets = {side: self.data.ctrl[a.actuators].astype(np.float32) for side, a in self.arms.items()}
+        self._period()
+        return ts, states, targets
+
+    def state(self, side: str) -> dict:
+        a, d = self.arms[side], self.data
+        return {"qpos": d.qpos[a.qpos].astype(np.float32), "qvel": d.qvel[a.qvel].astype(np.float32),
+                "qtorque": d.actuator_force[a.actuators].astype(np.float32),
+                "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8, "bus": dict(_BUS)}
+
+    def begin(self, number: int) -> None:
+        """Start recording episode ``number`` at the current state (a state-period boundary)."""
+        from ..sim.recorder import StepRecorder
+
+        if self.start_ns is None:
+            self.start_ns = time.time_ns()
+        self.data.time = 0.0  # an episode's simulated time starts at 0, as a generated one's (nothing here depends on it)
+        st = np.empty(self.mujoco.mj_stateSize(self.model, self.mujoco.mjtState.mjSTATE_INTEGRATION))
+        self.mujoco.mj_getState(self.model, self.data, st, self.mujoco.mjtState.mjSTATE_INTEGRATION)
+        self.episode = (int(number), self.steps, st)
+        self.recorder = StepRecorder(self.model, None, int(number), self.record, cameras=(), base_ns=self.stamp())
+
+    def end(self, keep: bool = True) -> tuple[int, dict[str, bytes]] | None:
+        """Stop recording: ``(episode number, {relative path: bytes})`` of its ``sim/`` files, or None
+        (nothing was being recorded, or ``keep`` False: a cancel)."""
+        from ..sim.tasks.planner import EpisodeResult
+
+        rec, episode = self.recorder, self.episode
+        self.recorder, self.episode = None, None
+        if rec is None or not keep:
+            return None
+        number, first, initial = episode
+        steps = self.steps - first
+        d = self.data
+        rec.on_step(d, steps, d.ctrl.copy())  # the recorder's last call: the state after the final step
+        result = EpisodeResult(outcome="teleoperated", knocked_over=False, success=False, attempts=0, steps=steps,
+                               sim_time=steps * float(self.model.opt.timestep), cube_final=np.zeros(7),
+                               initial_state=initial, final_qpos=d.qpos.copy(), final_qvel=d.qvel.copy(),
+                               estimates=[], phase_log=[])
+        return number, dict(rec.finish(result).data.files)
+
+    def simulation_block(self) -> dict:
+        from ..sim.generate import dataflow_simulation_block
+
+        return dataflow_simulation_block(self.scene, self.record)
+
+
+def arms(node, sim: SimArms) -> None:
+    """The event loop of one simulation node for both arms (see the module doc)."""
+    pa = _pa()
+    st_type, q_type = state_type(), qpos_type()
+    block = json.dumps(sim.simulation_block(), sort_keys=True)
+    epoch = 1
+    node.send_output("status", pa.array([STATUS_STARTED]), {"start_epoch": epoch})
+    closed: set[str] = set()
+    moves = {f"move_position_{s}" for s in sim.arms}
+    for event in node:
+        if event["type"] == "INPUT_CLOSED" and event["id"] in moves:
+            closed.add(event["id"])
+            if closed >= moves:
+                break  # the leader is gone
+        if event["type"] != "INPUT":
+            continue
+        eid = event["id"]
+        try:
+            if eid == "tick":
+                ts, states, targets = sim.tick()
+                md = {"observation_timestamp": ts, "start_epoch": epoch}
+                for side in sim.arms:
+                    node.send_output(f"state_{side}", pa.array([states[side]], type=st_type), md)
+                    node.send_output(f"action_{side}", pa.array(targets[side], type=pa.float32()), md)
+            elif eid == "request_position":
+                md = {"observation_timestamp": sim.stamp(), "start_epoch": epoch}
+                for side in sim.arms:
+                    node.send_output(f"position_{side}", pa.array([{"qpos": sim.state(side)["qpos"]}], type=q_type), md)
+            elif eid in moves:
+                sim.move(eid.removeprefix("move_position_"), targets(event["value"]))
+            elif eid == "command":
+                c = event["value"][0].as_py()
+                md = event.get("metadata") or {}
+                if c == "start":
+                    epoch += 1
+                    sim.end(keep=False)  # a start without an end: what was recorded is not an episode
+                    sim.begin(int(md.get("episode_number", 0)))
+                elif c in ("success", "fail", "quit"):
+                    done = sim.end()
+                    if done is not None:
+                        number, files = done
+                        for path, data in sorted(files.items()):
+                            node.send_output("sim_file", pa.array(np.frombuffer(data, np.uint8)),
+                                             {"episode_number": number, "path": path, "files": len(files),
+                                              "simulation": block})
+                elif c == "cancel":
+                    sim.end(keep=False)
+                node.send_output("status", pa.array([STATUS_STARTED if c == "start" else STATUS_STOPPED]),
+                                 {"start_epoch": epoch})
+        except (ValueError, TypeError, IndexError) as e:
+            print(f"[warn] arms: {eid}: {e}", file=sys.stderr, flush=True)
 
 
 class SimCamera:
@@ -307,6 +485,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="node", required=True)
     f = sub.add_parser("follower")
     f.add_argument("--side", choices=("right", "left"), default=os.getenv("SIDE", "right"))
+    a = sub.add_parser("arms", help="one simulation of both arms that records each episode's sidecar")
+    a.add_argument("--hz", type=float, default=float(os.getenv("STATE_HZ", "250")),
+                   help="the state rate: the rate of its tick timer")
+    a.add_argument("--frame-hz", type=float, default=10.0, help="rate of the sidecar's full states")
     c = sub.add_parser("camera")
     c.add_argument("--name", default=os.getenv("CAMERA", "head"))
     c.add_argument("--size", default=os.getenv("SIZE", "160x120"))
@@ -331,6 +513,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.node == "follower":
         arm = SimArm(args.side)
         follower(Node(), args.side, arm)
+    elif args.node == "arms":
+        sim = SimArms(args.hz, args.frame_hz)
+        sim.simulation_block()  # its model hash and asset hashes computed before Node(), not at an episode's end
+        arms(Node(), sim)
     elif args.node == "camera":
         w, h = (int(v) for v in args.size.lower().split("x"))
         cam = SimCamera(args.name, w, h, args.quality, view=args.view, replay=args.replay_frames)

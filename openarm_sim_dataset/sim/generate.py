@@ -170,6 +170,38 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
     return block
 
 
+def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig) -> dict:
+    """The ``simulation:`` block of a dataset recorded live from a simulation node in a dora dataflow
+    (``source: dataflow``, :data:`~openarm_sim_dataset.sidecar.SOURCE_DATAFLOW`): what replaying its
+    physics-only sidecars needs (versions, model, scene, rates), none of a generator's seed keys, and
+    no camera (the dataflow's cameras are other nodes; their images are not in the sidecar)."""
+    built = cached_model(scene)
+    return {
+        "schema_version": sidecar.SCHEMA_VERSION,
+        "source": sidecar.SOURCE_DATAFLOW,
+        "simulator": "MuJoCo",
+        "mujoco_version": mujoco.__version__,
+        "model_sha256": built.sha256,
+        "model_sha256_of": "the compiled model saved as MJB (mj_saveModel)",
+        "asset_sha256": asset_hashes(),
+        "timestep_s": float(built.model.opt.timestep),
+        "state_hz": float(record.state_hz),
+        "camera_hz": float(record.camera_hz),
+        "scene": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(scene).items()},
+        "cameras": {},
+        "labels": {int(k): v for k, v in sidecar.LABELS.items()},
+        "sidecar": f"episodes/<id>/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE} and {sidecar.FRAMES_FILE}",
+        "timestamps": "episode start (Unix ns, the wall clock when the simulation node began the episode's "
+                      "state period) + step * timestep_ns; camera_hz: the rate of the sidecar's per-frame states",
+        "generator": {"name": "openarm_sim_dataset", "version": __version__, "git_commit": _git_commit()},
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "gl_renderer": None,
+    }
+
+
 #: Keys of the simulation block that a resumed run must match exactly.
 IDENTITY_KEYS = ("simulator", "mujoco_version", "model_sha256", "seed", "sigma_m", "retry", "timestep_s",
                  "state_hz", "camera_hz", "jpeg_quality", "max_time_s", "scene", "tasks", "randomization",

@@ -160,10 +160,14 @@ class StepRecorder:
 
     ``renderer`` None (and no ``cameras``): physics only, as ``dataset-generate --cameras none``: the
     per-frame states are still taken every ``camera_hz`` frame, nothing is drawn and no ``cam_*`` array
-    is written (``dataset-render`` draws the cameras later, :mod:`.render_dataset`)."""
+    is written (``dataset-render`` draws the cameras later, :mod:`.render_dataset`).
+
+    ``base_ns``: the dataset timestamp of the episode's step 0 (default ``episode_base_ns(index)``; a
+    simulation run live in a dataflow maps it to the wall clock at the episode's start)."""
 
     def __init__(self, model: mujoco.MjModel, renderer: SimRenderer | None, index: int,
-                 rec: RecordConfig = RecordConfig(), cameras: tuple[str, ...] | None = None) -> None:
+                 rec: RecordConfig = RecordConfig(), cameras: tuple[str, ...] | None = None,
+                 base_ns: int | None = None) -> None:
         self.model = model
         self.renderer = renderer
         if renderer is not None:
@@ -173,7 +177,7 @@ class StepRecorder:
         self.dt_ns = int(round(self.dt * 1e9))
         self.state_every, self.cam_every = rec.every(self.dt)
         self.index = int(index)
-        self.base = episode_base_ns(index)
+        self.base = episode_base_ns(index) if base_ns is None else int(base_ns)  # dataset stamp of step 0
         self.arms = {side: arm_index(model, side) for side in layout.ARM_SIDES}
         self.cube_adr = [cube_qpos_adr(model, name)[0] for name in CUBE_NAMES]
         self.cameras = list(renderer.cameras if cameras is None and renderer is not None else (cameras or ()))

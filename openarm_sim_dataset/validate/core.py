@@ -259,7 +259,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
     from .encoding import ENCODING_CHECKS
     from .form import FORM_CHECKS
     from .physics import PHYSICS_CHECKS
-    from .simulation import SIM_CHECKS
+    from .simulation import SIM_CHECKS, sim_checks
 
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
@@ -272,7 +272,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
             renders = bool(regenerate) or checks is None or "sim_render" in checks
             check_rendering() if renders else import_mujoco()
-            table += SIM_CHECKS
+            table += sim_checks(ds.meta.simulation)
     table = [(name, fn) for name, fn in table if checks is None or name in checks]
     remote: dict[str, dict] = {}
     if ray is not None:
@@ -291,7 +291,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
         except DatasetError as e:
             out = Outcome(False, str(e), list(ids))
         except BLOCK_ERRORS as e:
-            if (name, fn) not in SIM_CHECKS:
+            if name not in {n for n, _ in SIM_CHECKS}:
                 raise
             # the simulation: block is untrusted input: a malformed one fails the check, naming the file
             out = Outcome(False, _block_unusable(ds, block_error_text(e)), list(ids))

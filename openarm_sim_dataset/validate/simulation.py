@@ -19,7 +19,8 @@ The names other modules use (``model``, ``renderer``, ``scene_config``, ...) are
 
 from __future__ import annotations
 
-from .core import CheckFn
+from .. import sidecar
+from .core import CheckFn, Context, Outcome
 from .sim_geometry import check_sim_geometry, check_sim_reprojection, check_sim_wrist
 from .sim_model import (  # noqa: F401 - re-exported: cli/replay, validate/distributed and tools import them from here
     CUBE_HALF_DIAGONAL, ModelProblem, back_project, built_model, episode_model, episode_variation, model, project,
@@ -50,3 +51,20 @@ SIM_CHECKS: list[tuple[str, CheckFn]] = [
     ("sim_render", check_sim_render),
     ("sim_regenerate", check_sim_regenerate),
 ]
+
+#: Checks of what only a generator records (a seed's identity, a task's judge, regeneration from the
+#: seed): not applicable to a dataset recorded live in a dataflow (``simulation.source: dataflow``),
+#: whose episodes a teleoperator drove. Everything else runs on it as on a generated dataset.
+GENERATOR_ONLY = {"sim_identity", "sim_labels", "sim_regenerate"}
+
+
+def _recorded_live(ctx: Context) -> Outcome:
+    return Outcome(True, "recorded live in a dataflow (simulation.source: dataflow): no seed, task rule or "
+                   "generator to check against", skipped=True, applicable=False)
+
+
+def sim_checks(simulation: dict | None) -> list[tuple[str, CheckFn]]:
+    """The simulation checks' table for a dataset's ``simulation:`` block."""
+    if not sidecar.recorded_live(simulation):
+        return list(SIM_CHECKS)
+    return [(name, _recorded_live if name in GENERATOR_ONLY else fn) for name, fn in SIM_CHECKS]

@@ -17,7 +17,8 @@ stream (or camera):
   A median interval more than ``rate_tolerance`` from the declared period is a ``warn`` (every sample
   carries its stamp, so the data stays usable; the declared frequency is wrong).
 - simulated data (the episode has ``sim/sidecar.npz``): timing is exact by construction, so any gap
-  or any rate mismatch fails.
+  or any rate mismatch fails; except for a dataset recorded live from a simulation node in a dataflow
+  (``simulation.source: dataflow``), judged as recorded data.
 
 Stamps that are not strictly increasing fail everywhere.
 """
@@ -52,6 +53,13 @@ def is_simulated(ctx: Context, ep: str) -> bool:
     if key not in ctx.cache:
         ctx.cache[key] = (layout.sim_dir(ctx.ds.root, ep) / sidecar.SIDECAR_FILE).is_file()
     return ctx.cache[key]
+
+
+def exact_timing(ctx: Context, ep: str) -> bool:
+    """The episode's timing is exact by construction: generated (a sidecar), not recorded live from a
+    simulation node in a dataflow (``simulation.source: dataflow``), whose samples the dataflow can
+    lose as any recording's."""
+    return is_simulated(ctx, ep) and not sidecar.recorded_live(ctx.ds.meta.simulation)
 
 
 def _regular(d: np.ndarray, med: float) -> bool:
@@ -149,7 +157,7 @@ def check_timestamps(ctx: Context) -> Outcome:
     tally = Tally()
     for ep, kind, key, s in _streams(ctx):
         emb, _, comp = key.rsplit("/", 1)[0].partition("/")
-        tm = judge(s.timestamps, meta.frequency(kind, emb, comp or None), ctx, is_simulated(ctx, ep))
+        tm = judge(s.timestamps, meta.frequency(kind, emb, comp or None), ctx, exact_timing(ctx, ep))
         tally.add(ep, f"episode {ep} {kind} {key}", tm)
     return tally.outcome(f"{tally.n} streams")
 
@@ -169,7 +177,7 @@ def check_camera_rate(ctx: Context) -> Outcome:
                 continue
             hz = meta.frequency("cameras", meta.stored_camera_name(name))
             undeclared += hz is None
-            tally.add(ep, f"episode {ep} camera {name}", judge(cam.timestamps, hz, ctx, is_simulated(ctx, ep), "frames"))
+            tally.add(ep, f"episode {ep} camera {name}", judge(cam.timestamps, hz, ctx, exact_timing(ctx, ep), "frames"))
     if tally.n == 0:
         return Outcome(True, "no camera with two or more frames", skipped=True, applicable=False)
     head = f"{tally.n} episode-cameras" + (f" ({undeclared} without a declared rate: gaps against the median)"
