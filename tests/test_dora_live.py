@@ -66,3 +66,28 @@ def test_live_dataflow_records_episodes_that_validate_and_read_identically(tmp_p
     assert assert_reads_like_reference(ours) > 1000
     # the episodes are committed with their manifest: nothing temporary left, nothing unlisted
     assert not list(ours.rglob(".tmp-*"))
+
+
+@pytest.mark.slow  # a real dataflow: 4 processes, MuJoCo, ~20-30 s
+@pytest.mark.realtime
+def test_live_dataflow_of_one_simulation_node_keeps_each_episodes_sidecar(tmp_path):
+    # sim_nodes arms owns both arms' physics: the recording node stores its sidecars, and the episodes
+    # replay bit for bit and equal the physics (sim_replay, sim_resume, sim_streams_agree)
+    if shutil.which("dora", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("no dora CLI in this environment (pip install dora-rs-cli)")
+    p = flow.run(tmp_path, timeout=240, seconds=1.0, episodes=2, arms=True)
+    log = p.stdout + p.stderr
+    said = "\n".join(line for line in log.splitlines() if " recorder: " in line and "Discarding" not in line
+                     and "event channel full" not in line)[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+    ours = tmp_path / "data" / "ours"
+    ds = Dataset(ours)
+    began = re.findall(r"episode (\d+): recording", said)
+    assert began and ds.episode_ids == began, said
+    assert all((ours / "episodes" / e / "sim" / "sidecar.npz").is_file() for e in ds.episode_ids), said
+    assert ds.meta.simulation["source"] == "dataflow"
+    report = validate(ds)
+    failed = {r.check: r.detail for r in report if r.failed and r.check not in TIMING}
+    assert not failed, failed
+    passed = {r.check for r in report if r.passed}
+    assert {"sim_episodes", "sim_sidecar_agrees", "sim_replay", "sim_resume", "sim_streams_agree"} <= passed, report

@@ -181,7 +181,7 @@ class RecorderNode:
     # ------------------------------------------------------------------ events
     def handle(self, event: Mapping) -> bool:
         if self._ending is not None and time.monotonic() > self._ending[3]:
-            self._finish_ending()
+            self._finish_ending(f"within {self.SIM_FILES_WAIT_S:g} s of {self._ending[2]}")
         if self._quitting and self._ending is None:
             self.close()
             return False
@@ -251,7 +251,7 @@ class RecorderNode:
 
     def _start(self, md: Mapping) -> None:
         if self._ending is not None:
-            self._finish_ending()
+            self._finish_ending("before the next start")
         if self.episode is not None:
             self.log("warn", f"start refused: episode {self.episode.id} is being recorded "
                              f"(send success, fail or cancel first)")
@@ -280,13 +280,14 @@ class RecorderNode:
             return
         self._commit(ep, success)
 
-    def _finish_ending(self) -> None:
-        """Save the episode that waits for its simulation files without the missing ones."""
-        ep, success, command, _ = self._ending
+    def _finish_ending(self, when: str) -> None:
+        """Save the episode that waits for its simulation files without the missing ones (``when``:
+        what they did not come before, for the log)."""
+        ep, success, _, _ = self._ending
         self._ending = None
         got, announced = self._sim_got.get(ep.id, (0, None))
         self.log("warn", f"episode {ep.id}: saved with {got} of {announced if announced is not None else 'its'} "
-                         f"simulation files (none came for {self.SIM_FILES_WAIT_S:g} s after {command})")
+                         f"simulation files (the rest did not come {when})")
         self._commit(ep, success)
 
     def _sim_file(self, event: Mapping) -> None:
@@ -402,7 +403,7 @@ class RecorderNode:
         if self.recorder is None:
             return
         if self._ending is not None:
-            self._finish_ending()
+            self._finish_ending("before the dataflow stopped")
         if self.episode is not None and not self.episode._finished:
             self.episode.discard("the node stopped before success/fail", keep_id=False)
             self.log("warn", f"episode {self.episode.id}: the dataflow stopped before success/fail: removed")

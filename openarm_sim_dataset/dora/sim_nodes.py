@@ -275,7 +275,12 @@ class SimArms:
         number, first, initial = episode
         steps = self.steps - first
         d = self.data
-        rec.on_step(d, steps, d.ctrl.copy())  # the recorder's last call: the state after the final step
+        # the recorder's last call: the state after the final step, with the control that step applied
+        # (a target that came since belongs to the next step, which this episode does not have)
+        now, last = d.ctrl.copy(), (rec.ctrl_log[-1] if steps else d.ctrl.copy())
+        d.ctrl[:] = last
+        rec.on_step(d, steps, last.copy())
+        d.ctrl[:] = now
         result = EpisodeResult(outcome="teleoperated", knocked_over=False, success=False, attempts=0, steps=steps,
                                sim_time=steps * float(self.model.opt.timestep), cube_final=np.zeros(7),
                                initial_state=initial, final_qpos=d.qpos.copy(), final_qvel=d.qvel.copy(),
@@ -307,11 +312,11 @@ def arms(node, sim: SimArms) -> None:
         eid = event["id"]
         try:
             if eid == "tick":
-                ts, states, targets = sim.tick()
+                ts, states, tracked = sim.tick()
                 md = {"observation_timestamp": ts, "start_epoch": epoch}
                 for side in sim.arms:
                     node.send_output(f"state_{side}", pa.array([states[side]], type=st_type), md)
-                    node.send_output(f"action_{side}", pa.array(targets[side], type=pa.float32()), md)
+                    node.send_output(f"action_{side}", pa.array(tracked[side], type=pa.float32()), md)
             elif eid == "request_position":
                 md = {"observation_timestamp": sim.stamp(), "start_epoch": epoch}
                 for side in sim.arms:
