@@ -203,3 +203,12 @@ def test_a_recorder_that_starts_before_the_simulation_node_still_agrees_with_the
     rows = {r.check: r for r in report}
     assert report.valid, rows
     assert "action row(s) outside the sidecar's steps" in rows["sim_streams_agree"].detail
+
+
+def test_the_state_rate_defaults_to_the_tick_timers(monkeypatch):
+    monkeypatch.setenv("DORA_NODE_CONFIG", "run_config:\n  inputs:\n    tick: dora/timer/millis/5\ndataflow_descriptor: {}\n")
+    assert sim_nodes._tick_hz() == 200.0
+    monkeypatch.setenv("DORA_NODE_CONFIG", "run_config:\n  inputs:\n    tick: leader/tick\ndataflow_descriptor: {}\n")
+    assert sim_nodes._tick_hz() is None
+    monkeypatch.delenv("DORA_NODE_CONFIG")
+    assert sim_nodes._tick_hz() is None

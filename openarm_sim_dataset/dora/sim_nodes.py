@@ -485,14 +485,28 @@ def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: 
             break
 
 
+def _tick_hz() -> float | None:
+    """The rate of this node's ``tick`` timer, from the configuration the dora daemon hands it (None
+    outside a dataflow, or when ``tick`` is not a ``dora/timer``)."""
+    from .recorder_node import config_from_environment, timer_frequencies
+
+    config = config_from_environment()
+    if config is None:
+        return None
+    cfg, _ = config
+    source = (cfg.get("inputs") or {}).get("tick")
+    hz = timer_frequencies({}, {"inputs": {"camera_tick": source}})["cameras"].get("tick")
+    return float(hz) if hz else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="openarm-sim-dataset-dora-sim", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="node", required=True)
     f = sub.add_parser("follower")
     f.add_argument("--side", choices=("right", "left"), default=os.getenv("SIDE", "right"))
     a = sub.add_parser("arms", help="one simulation of both arms that records each episode's sidecar")
-    a.add_argument("--hz", type=float, default=float(os.getenv("STATE_HZ", "250")),
-                   help="the state rate: the rate of its tick timer")
+    a.add_argument("--hz", type=float, default=float(os.getenv("STATE_HZ", "0")) or None,
+                   help="the state rate (default: its tick timer's, read from the dataflow; else 250)")
     a.add_argument("--frame-hz", type=float, default=10.0, help="rate of the sidecar's full states")
     c = sub.add_parser("camera")
     c.add_argument("--name", default=os.getenv("CAMERA", "head"))
@@ -519,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         arm = SimArm(args.side)
         follower(Node(), args.side, arm)
     elif args.node == "arms":
-        sim = SimArms(args.hz, args.frame_hz)
+        sim = SimArms(args.hz or _tick_hz() or 250.0, args.frame_hz)
         sim.simulation_block()  # its model hash and asset hashes computed before Node(), not at an episode's end
         arms(Node(), sim)
     elif args.node == "camera":
