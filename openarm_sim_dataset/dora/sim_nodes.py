@@ -212,6 +212,7 @@ class SimArms:
         self.start_ns: int | None = None  # Unix ns of step 0, taken at the first tick
         self.recorder = None
         self.episode: tuple | None = None  # (episode number, first step, initial state)
+        self._block: dict | None = None
 
     def stamp(self) -> int:
         """Unix ns of the current state (the one the next step integrates)."""
@@ -288,9 +289,12 @@ class SimArms:
         return number, dict(rec.finish(result).data.files)
 
     def simulation_block(self) -> dict:
-        from ..sim.generate import dataflow_simulation_block
+        """The dataset's ``simulation:`` block (computed once: the model's and the assets' hashes)."""
+        if self._block is None:
+            from ..sim.generate import dataflow_simulation_block
 
-        return dataflow_simulation_block(self.scene, self.record)
+            self._block = dataflow_simulation_block(self.scene, self.record)
+        return self._block
 
 
 def arms(node, sim: SimArms) -> None:
