@@ -212,3 +212,27 @@ def test_the_state_rate_defaults_to_the_tick_timers(monkeypatch):
     assert sim_nodes._tick_hz() is None
     monkeypatch.delenv("DORA_NODE_CONFIG")
     assert sim_nodes._tick_hz() is None
+
+
+@pytest.mark.slow  # a renderer (EGL/OSMesa) and 2 x 2 cameras drawn: ~6 s
+def test_a_dataflow_recording_is_rendered_later_from_its_physics_and_validates(recorded, tmp_path):
+    # the recorder begins 3 ticks after the simulation node: the frames the render draws keep to the
+    # recorded streams' span (camera_span), and every drawn frame is re-rendered identically
+    from openarm_sim_dataset.sim.render_dataset import RenderConfig, render_dataset
+
+    _, stream = recorded
+    late = list(stream)
+    i = next(k for k, e in enumerate(late) if e["id"] == "command" and e["value"][0].as_py() == "start")
+    late.insert(i + 12, late.pop(i))
+    record(tmp_path, late, "late")
+    summary = render_dataset(tmp_path / "late", tmp_path / "drawn", RenderConfig(cameras=("head", "wrist_right"),
+                                                                                  width=64, height=48))
+    assert summary.made == 2 and summary.frames > 0
+    ds = Dataset(tmp_path / "drawn")
+    assert ds.meta.simulation["source"] == sidecar.SOURCE_DATAFLOW and set(ds.meta.simulation["cameras"]) == {"head", "wrist_right"}
+    first_row = int(ds.load_obs(0)["arms/right/qpos"].index.to_numpy().astype(np.int64)[0])
+    frames = ds.load_cameras(0)["head"].timestamps
+    assert frames[0] >= first_row - 4_000_000  # the sidecar's step-0 frame, 12 ms before the first row, left out
+    report = validate(ds)
+    assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
+    assert {"sim_render", "sim_geometry", "camera_span", "sim_replay", "sim_sidecar_agrees"} <= {r.check for r in report if r.passed}

@@ -121,17 +121,7 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
     ``renderer`` None: a physics-only dataset (no camera; ``gl_renderer`` null; ``camera_hz`` is then
     the rate of the sidecar's per-frame states, the frames a later ``dataset-render`` draws)."""
     sc, rc = cfg.scene, cfg.record
-    cams = {}
-    for c in sc.cameras:
-        cams[c] = {
-            "K": renderer.intrinsics(c).round(12).tolist(),
-            "width": sc.width,
-            "height": sc.height,
-            "pixel_convention": "origin top-left, u right, v down, pixel centres at integer coordinates",
-            "K_frame": "OpenCV camera frame: x right, y down, z forward",
-            "cam_mat": "row-major 3x3 world-from-camera rotation, MuJoCo camera axes (x right, y up, looks along -z)",
-            "cam_pos": "camera position in the world frame, metres",
-        }
+    cams = _camera_block(sc, renderer)
     block = {
         "schema_version": sidecar.SCHEMA_VERSION,
         "simulator": "MuJoCo",
@@ -170,12 +160,31 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
     return block
 
 
-def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig) -> dict:
+def _camera_block(sc: SceneConfig, renderer: SimRenderer | None) -> dict:
+    """``simulation.cameras``: each rendered camera's intrinsics and conventions."""
+    cams = {}
+    for c in sc.cameras:
+        cams[c] = {
+            "K": renderer.intrinsics(c).round(12).tolist(),
+            "width": sc.width,
+            "height": sc.height,
+            "pixel_convention": "origin top-left, u right, v down, pixel centres at integer coordinates",
+            "K_frame": "OpenCV camera frame: x right, y down, z forward",
+            "cam_mat": "row-major 3x3 world-from-camera rotation, MuJoCo camera axes (x right, y up, looks along -z)",
+            "cam_pos": "camera position in the world frame, metres",
+        }
+    return cams
+
+
+def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig, renderer: SimRenderer | None = None) -> dict:
     """The ``simulation:`` block of a dataset recorded live from a simulation node in a dora dataflow
     (``source: dataflow``, :data:`~openarm_sim_dataset.sidecar.SOURCE_DATAFLOW`): what replaying its
-    physics-only sidecars needs (versions, model, scene, rates), none of a generator's seed keys, and
-    no camera (the dataflow's cameras are other nodes; their images are not in the sidecar)."""
+    physics-only sidecars needs (versions, model, scene, rates) and none of a generator's seed keys.
+    No camera as recorded (the dataflow's cameras are other nodes; their images are not in the
+    sidecar); ``renderer``: the cameras ``dataset-render`` drew later from its physics (then with
+    ``jpeg_quality``)."""
     built = cached_model(scene)
+    drawn = {"jpeg_quality": int(record.jpeg_quality)} if renderer is not None else {}
     return {
         "schema_version": sidecar.SCHEMA_VERSION,
         "source": sidecar.SOURCE_DATAFLOW,
@@ -187,8 +196,9 @@ def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig) -> dict:
         "timestep_s": float(built.model.opt.timestep),
         "state_hz": float(record.state_hz),
         "camera_hz": float(record.camera_hz),
+        **drawn,
         "scene": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(scene).items()},
-        "cameras": {},
+        "cameras": _camera_block(scene, renderer) if renderer is not None else {},
         "labels": {int(k): v for k, v in sidecar.LABELS.items()},
         "sidecar": f"episodes/<id>/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE} and {sidecar.FRAMES_FILE}",
         "timestamps": "episode start (Unix ns, the wall clock when the simulation node began the episode's "
@@ -198,7 +208,7 @@ def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig) -> dict:
         "numpy": np.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "gl_renderer": None,
+        "gl_renderer": renderer.gl_renderer if renderer is not None else None,
     }
 
 

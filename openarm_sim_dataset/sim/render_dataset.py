@@ -94,6 +94,7 @@ class RenderJob:
     scene: SceneConfig
     record: RecordConfig
     cfg: RenderConfig
+    live: bool = False  # the source was recorded live in a dataflow (simulation.source: dataflow)
 
 
 @dataclass
@@ -144,6 +145,22 @@ def _episode_index(entry: dict, position: int) -> int:
     return position
 
 
+def _frame_window(src: Path, ep: str) -> tuple[int, int] | None:
+    """The stamps (ns) a dataflow-recorded episode's frames must lie within: its state streams' span
+    (``layout.camera_window``), read from the timestamp columns of its 0.4.0 streams; None without any."""
+    import pyarrow.parquet as pq
+
+    spans = []
+    for path in sorted(layout.episode_dir(src, ep).glob(f"*/**/{layout.STATE_FILE}")):
+        ts = pq.read_table(path, columns=[layout.TIMESTAMP_COLUMN]).column(0).cast("int64").to_numpy()
+        if len(ts):
+            spans.append((int(ts[0]), int(ts[-1]), float(np.median(np.diff(ts))) if len(ts) > 1 else 0.0))
+    if not spans:
+        return None
+    lo, hi = layout.camera_window(spans)
+    return int(np.ceil(lo)), int(np.floor(hi))
+
+
 def _file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -190,10 +207,13 @@ def _models(job: RenderJob, variation_doc, recorded_sha: str | None, out_variati
 
 
 def render_episode(job: RenderJob, entry: dict, position: int, variant: int | None,
-                   side: dict[str, np.ndarray] | str, where: str) -> RenderedEpisode:
+                   side: dict[str, np.ndarray] | str, where: str,
+                   window: tuple[int, int] | None = None) -> RenderedEpisode:
     """Replay one source episode (sidecar arrays ``side``, or the path of its sidecar) on the output's
     model and draw the output's cameras at the output's frame steps. ``variant``: the visual variant
-    number (None: the source's own scene). ``where`` names the source episode in errors."""
+    number (None: the source's own scene). ``where`` names the source episode in errors. ``window``:
+    the stamps (ns) the frames must lie within (a dataflow recording's streams span less than its
+    sidecar when the recorder began or ended off the simulation node: ``layout.camera_window``)."""
     from .variation import Variation, visual_variant
 
     if isinstance(side, str):
@@ -234,6 +254,11 @@ def render_episode(job: RenderJob, entry: dict, position: int, variant: int | No
     src_state = side["state"]
 
     frame_steps = np.arange(0, steps_total + 1, every, dtype=np.int64)
+    if window is not None:
+        at = base + frame_steps * dt_ns
+        frame_steps = frame_steps[(at >= window[0]) & (at <= window[1])]
+        if not len(frame_steps):
+            raise RenderError(where, "no frame time of the sidecar lies within the recorded streams' span")
     cube_adr = _cube_adr(model)
     frames = CameraFrames(model, renderer, job.scene.cameras, job.record.jpeg_quality)
     states = np.empty((len(frame_steps), nstate))
@@ -284,9 +309,9 @@ def _cube_adr(model) -> list[int]:
 
 
 def _run_local(args) -> RenderedEpisode | str:
-    job, entry, position, variant, path, where = args
+    job, entry, position, variant, path, where, window = args
     try:
-        return render_episode(job, entry, position, variant, path, where)
+        return render_episode(job, entry, position, variant, path, where, window)
     except DatasetError as e:  # sent back as its one line (the driver raises it)
         return f"{e}"
 
@@ -343,7 +368,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     modified."""
     from ..gl import check_rendering
     from ..lock import OutputLock
-    from .generate import GenerateConfig, config_from_simulation, simulation_block
+    from .generate import config_from_simulation, dataflow_simulation_block, simulation_block
     from .models import load_model
 
     src, out = Path(src), Path(out)
@@ -360,8 +385,19 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     source_sha = _check_model(src, sim, source_scene)
     scene = output_scene(source_scene, cfg)
     camera_hz = float(sim["camera_hz"]) if cfg.camera_hz is None else float(cfg.camera_hz)
-    base_cfg = config_from_simulation(sim, scene)
-    record = dataclasses.replace(base_cfg.record, camera_hz=camera_hz)
+    live = sidecar.recorded_live(sim)
+    if live:  # a dataflow recording: no generator's seed keys, only its rates
+        base_cfg = None
+        try:
+            record = RecordConfig(float(sim["state_hz"]), camera_hz, int(sim.get("jpeg_quality", RecordConfig.jpeg_quality)))
+        except (KeyError, TypeError, ValueError) as e:
+            raise RenderError(src / layout.METADATA_FILE, f"simulation block unusable ({type(e).__name__}: {e})") from None
+    else:
+        try:
+            base_cfg = config_from_simulation(sim, scene)
+        except (KeyError, TypeError, ValueError) as e:
+            raise RenderError(src / layout.METADATA_FILE, f"simulation block unusable (missing or bad {e})") from None
+        record = dataclasses.replace(base_cfg.record, camera_hz=camera_hz)
     try:
         record.every(scene.timestep)
     except ValueError as e:
@@ -372,8 +408,8 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
         names = [out_model.camera(i).name for i in range(out_model.ncam)]
         raise ValueError(f"--cameras: {', '.join(missing)} not a camera of the model (it has {', '.join(names)})")
     check_rendering()
-    gen_cfg: GenerateConfig = dataclasses.replace(base_cfg, record=record, camera_format=cfg.camera_format)
-    job = RenderJob(source_scene, source_sha, scene, record, cfg)
+    gen_cfg = None if live else dataclasses.replace(base_cfg, record=record, camera_format=cfg.camera_format)
+    job = RenderJob(source_scene, source_sha, scene, record, cfg, live)
 
     from ..cluster import ConnectedOutput
 
@@ -381,7 +417,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     renderer = None
     try:
         renderer = _worker_state(job)  # this process's renderer (also the one a local run draws with)
-        out_sim = simulation_block(gen_cfg, out_model, renderer)
+        out_sim = dataflow_simulation_block(scene, record, renderer) if live else simulation_block(gen_cfg, out_model, renderer)
         for key in PHYSICS_PROVENANCE:
             if key in sim:
                 out_sim[key] = sim[key]
@@ -464,7 +500,8 @@ def _open_output(out: Path, meta: Metadata, sim: dict, out_sim: dict) -> Metadat
 def _render_all(src: Path, todo: list, job: RenderJob, workers: int) -> Iterator[tuple[tuple, RenderedEpisode]]:
     if not todo:
         return
-    args = [(job, entry, position, variant, str(_sidecar_path(src, ep)), f"{src / layout.METADATA_FILE}: episode {ep}")
+    args = [(job, entry, position, variant, str(_sidecar_path(src, ep)), f"{src / layout.METADATA_FILE}: episode {ep}",
+             _frame_window(src, ep) if job.live else None)
             for position, ep, entry, variant, _oid in todo]
     if workers <= 1:
         for t, a in zip(todo, args):
@@ -478,7 +515,8 @@ def _render_all(src: Path, todo: list, job: RenderJob, workers: int) -> Iterator
             yield t, got
 
 
-def _ray_task(job: RenderJob, entry: dict, position: int, variant, side: dict, where: str, expected_env: dict):
+def _ray_task(job: RenderJob, entry: dict, position: int, variant, side: dict, where: str, expected_env: dict,
+              window: tuple[int, int] | None = None):
     os.environ.setdefault("MUJOCO_GL", "egl")
     from ..cluster import WorkerMismatch, checked_worker, environment, node_name
     from ..gl import check_rendering
@@ -487,7 +525,7 @@ def _ray_task(job: RenderJob, entry: dict, position: int, variant, side: dict, w
         check_rendering()
         renderer = _worker_state(job)
         checked_worker(expected_env, lambda: environment(job.scene, renderer.gl_renderer))
-        return ("ok", render_episode(job, entry, position, variant, side, where))
+        return ("ok", render_episode(job, entry, position, variant, side, where, window))
     except WorkerMismatch as e:
         return ("refused", str(e))
     except DatasetError as e:
@@ -536,7 +574,8 @@ def _render_on_ray(src: Path, todo: list, job: RenderJob, opts, gpus: float | No
     def submit(t):
         position, ep, entry, variant, _oid = t
         side = sidecar.load_npz(_sidecar_path(src, ep))
-        return task.remote(job_ref, entry, position, variant, side, f"{src / layout.METADATA_FILE}: episode {ep}", env_ref)
+        return task.remote(job_ref, entry, position, variant, side, f"{src / layout.METADATA_FILE}: episode {ep}", env_ref,
+                           _frame_window(src, ep) if job.live else None)
 
     try:
         for t, answer in ordered_results(submit, todo, window(opts)):
