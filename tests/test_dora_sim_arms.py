@@ -236,3 +236,17 @@ def test_a_dataflow_recording_is_rendered_later_from_its_physics_and_validates(r
     report = validate(ds)
     assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
     assert {"sim_render", "sim_geometry", "camera_span", "sim_replay", "sim_sidecar_agrees"} <= {r.check for r in report if r.passed}
+
+
+def test_render_of_a_block_without_the_generators_keys_is_one_line_naming_the_file(recorded, tmp_path):
+    from conftest import run_cli
+
+    src = tmp_path / "src"
+    shutil.copytree(recorded[0], src)
+    doc = (src / "metadata.yaml").read_text()
+    assert "  source: dataflow\n" in doc
+    (src / "metadata.yaml").write_text(doc.replace("  source: dataflow\n", ""))  # now it claims a generator's block
+    p = run_cli("render", src, tmp_path / "out", "--quiet", check=2)
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        f"dataset-render: error: {src / 'metadata.yaml'}: simulation block unusable (missing or bad 'seed')"], p.stderr
+    assert not (tmp_path / "out").exists()
