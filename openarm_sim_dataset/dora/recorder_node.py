@@ -152,8 +152,9 @@ def build_metadata(metadata: Mapping | None, input_names, operation_type: str = 
 
 class RecorderNode:
     """The node's message handling: :meth:`handle` one dora event (a dict with ``type``, ``id``,
-    ``value`` (pyarrow), ``metadata``); returns False after ``quit``. Never raises for a message:
-    what cannot be used is logged (``log(level, message)``) and skipped."""
+    ``value`` (pyarrow), ``metadata``); returns False after ``quit`` (once the episode it ended has its
+    simulation files) or ``STOP``, and the caller then calls :meth:`close`. Never raises for a
+    message: what cannot be used is logged (``log(level, message)``) and skipped."""
 
     #: How long ``success``/``fail`` waits for the episode's ``sim_file`` messages before it saves the
     #: episode without them (seconds; a simulation node sends them the moment it gets the command).
@@ -183,13 +184,9 @@ class RecorderNode:
         if self._ending is not None and time.monotonic() > self._ending[3]:
             self._finish_ending(f"within {self.SIM_FILES_WAIT_S:g} s of {self._ending[2]}")
         if self._quitting and self._ending is None:
-            self.close()
             return False
         if event.get("type") != "INPUT":
-            if event.get("type") == "STOP":
-                self.close()
-                return False
-            return True
+            return event.get("type") != "STOP"
         eid = event.get("id")
         try:
             if eid == "command":
@@ -243,7 +240,6 @@ class RecorderNode:
             if self._ending is not None:  # its simulation files are on their way: end once they are stored
                 self._quitting = True
                 return True
-            self.close()
             return False
         else:
             self._skip(f"command {command!r}: not start/success/fail/cancel/quit", key=f"command:{command}")
@@ -566,10 +562,27 @@ def run(node, args: argparse.Namespace, log=None, recorder: RecorderNode | None 
             if not rn.handle(event):
                 break
     finally:
-        rn.close()
+        _close_draining(rn, node)
     log("info", f"recorder: {rn.counts['stored']} samples stored, {rn.counts['dropped']} dropped, "
                 f"{rn.counts['skipped']} messages skipped")
     return 0
+
+
+def _close_draining(rn: RecorderNode, node) -> None:
+    """Close ``rn`` (the last commits' fsyncs, the writer process's exit: up to a second) while the
+    node's inputs are still taken and dropped here: dora logs every input a node leaves unread once its
+    queue is full, and after ``quit`` those lines are no loss but read like one."""
+    import threading
+
+    closer = threading.Thread(target=rn.close, name="openarm-recorder-close")
+    closer.start()
+    try:
+        while closer.is_alive():
+            event = next(node, None)  # None: the stream ended
+            if event is None or event.get("type") == "STOP":
+                break
+    finally:
+        closer.join()
 
 
 def main(argv: list[str] | None = None) -> int:
