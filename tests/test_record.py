@@ -399,7 +399,7 @@ def test_tar_frames_written_as_they_come_keep_24_bytes_per_frame(tmp_path):
     from openarm_sim_dataset.camera import Camera, FrameWriter
 
     w = FrameWriter(tmp_path / "head.tar", "tar")
-    frames = [jpeg(k) for k in range(2000)]
+    frames = [jpeg(k) for k in range(600)]
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -409,10 +409,10 @@ def test_tar_frames_written_as_they_come_keep_24_bytes_per_frame(tmp_path):
     finally:
         tracemalloc.stop()
     # stamp, size and offset as int64 arrays (for trim); tarfile's TarInfo per member would be ~1 kB
-    assert grown < 2000 * 24 * 2 + 4096, grown
+    assert grown < 600 * 24 * 2 + 4096, grown
     w.close()
     cam = Camera("head", tmp_path / "head")  # the folder or, beside it, head.tar
-    assert cam.num_frames == 2000 and cam.read_bytes(1999) == frames[1999]
+    assert cam.num_frames == 600 and cam.read_bytes(599) == frames[599]
     # the same bytes tarfile writes for these members (reproducible headers)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
