@@ -32,6 +32,8 @@ def reference(tiny_generated) -> Path:
     return tiny_generated["path"]
 
 
+@pytest.mark.slow  # CI; the default run keeps the refusal (test_generate: a held lock refuses the CLI in one line)
+# and the dead holder (test_generate: a SIGKILLed generation resumes, so its lock died with it)
 def test_second_writer_refused_and_dead_holder_does_not_block(reference, tmp_path):
     out = tmp_path / "ds"
     first = subprocess.Popen(gen(out), cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -55,7 +57,7 @@ def test_second_writer_refused_and_dead_holder_does_not_block(reference, tmp_pat
     assert tree_bytes(out, skip=()) == tree_bytes(reference, skip=())  # nothing excluded
 
 
-@pytest.mark.slow  # CI; the default run keeps the dead-holder case above (the lock dies with its holder)
+@pytest.mark.slow  # CI; the default run keeps the dead-holder case (test_generate's killed run resumes)
 def test_stale_lock_file_with_dead_pid_is_not_stuck(reference, tmp_path):
     out = tmp_path / "ds"
     out.mkdir()
