@@ -498,3 +498,28 @@ def test_frames_outside_the_state_span_are_trimmed_at_save_and_counted(tmp_path,
     report = validate(Dataset(out))
     assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
     assert {r.check for r in report if r.passed} >= {"camera_span", "integrity"}
+
+
+def test_the_writers_polling_reader_reads_framed_messages_and_ends_at_eof():
+    import threading
+    import time
+
+    from openarm_sim_dataset.record_writer import PollingReader, pack, read_message
+
+    r, w = os.pipe()
+    msgs = [("frame", "0", "head", k, 8 * k, 100, None) for k in range(200)] + [("commit", "0", {"id": "0"}, 7)]
+    data = b"".join(pack(m) for m in msgs)
+
+    def send():  # in pieces that cut messages, with pauses the reader must sleep through
+        for i in range(0, len(data), 777):
+            os.write(w, data[i:i + 777])
+            time.sleep(0.001)
+        os.close(w)
+
+    t = threading.Thread(target=send)
+    t.start()
+    reader = PollingReader(r)
+    got = [read_message(reader) for _ in msgs]
+    assert got == msgs and read_message(reader) is None  # end of file: None, never a hang
+    t.join()
+    os.close(r)
