@@ -76,10 +76,10 @@ def stamp_ns(value) -> int | None:
     return None
 
 
-def timer_frequencies(descriptor: Mapping | None, node_config: Mapping | None) -> dict:
-    """``frequencies:`` from the dataflow's timers, as the reference detects them: an input's source
-    node ticks on ``tick``, ``request_state`` or ``request_position``, followed back to a
-    ``dora/timer/{secs,millis}/N``."""
+def timer_hz(source, descriptor: Mapping | None) -> float | None:
+    """The rate (Hz) of the timer behind an input's ``source``, as the reference detects it: a
+    ``dora/timer/{secs,millis}/N``, or a node that ticks on ``tick``, ``request_state`` or
+    ``request_position``, followed back through the dataflow ``descriptor``; None if there is none."""
     nodes = {n.get("id"): n for n in (descriptor or {}).get("nodes") or [] if isinstance(n, Mapping)}
 
     def detect(source, seen=()) -> float | None:
@@ -102,9 +102,14 @@ def timer_frequencies(descriptor: Mapping | None, node_config: Mapping | None) -
         nxt = inputs.get("tick") or inputs.get("request_state") or inputs.get("request_position")
         return detect(nxt, (*seen, node_id)) if nxt is not None else None
 
+    return detect(source)
+
+
+def timer_frequencies(descriptor: Mapping | None, node_config: Mapping | None) -> dict:
+    """``frequencies:`` from the dataflow's timers (:func:`timer_hz` of each input)."""
     freq: dict = {"action": {"arms": {}}, "obs": {"arms": {}}, "cameras": {}}
     for name, source in ((node_config or {}).get("inputs") or {}).items():
-        hz = detect(source)
+        hz = timer_hz(source, descriptor)
         if not hz:
             continue
         if name.startswith("arm_") and name.count("_") >= 2:

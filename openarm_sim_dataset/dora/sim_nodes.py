@@ -132,14 +132,24 @@ class SimArm:
         self.t_wall = now if steps else self.t_wall
 
     def move(self, q: np.ndarray) -> None:
-        lo, hi = self.model.actuator_ctrlrange[self.arm.actuators].T
-        self.data.ctrl[self.arm.actuators] = np.clip(q, lo, hi)
+        _set_targets(self.model, self.data, self.arm, q)
 
     def state(self) -> dict:
-        a = self.arm
-        return {"qpos": self.data.qpos[a.qpos].astype(np.float32), "qvel": self.data.qvel[a.qvel].astype(np.float32),
-                "qtorque": self.data.actuator_force[a.actuators].astype(np.float32),
-                "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8, "bus": dict(_BUS)}
+        return _arm_state(self.data, self.arm)
+
+
+def _set_targets(model, data, arm, q: np.ndarray) -> None:
+    """The arm's 8 servo targets (rad), clipped to its actuators' control range."""
+    lo, hi = model.actuator_ctrlrange[arm.actuators].T
+    data.ctrl[arm.actuators] = np.clip(q, lo, hi)
+
+
+def _arm_state(data, arm) -> dict:
+    """One arm's ``state`` message fields (dora-openarm's): qpos/qvel/qtorque float32, fixed temperatures,
+    motor status and bus counters."""
+    return {"qpos": data.qpos[arm.qpos].astype(np.float32), "qvel": data.qvel[arm.qvel].astype(np.float32),
+            "qtorque": data.actuator_force[arm.actuators].astype(np.float32),
+            "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8, "bus": dict(_BUS)}
 
 
 def follower(node, side: str, arm: SimArm | None = None) -> None:
@@ -219,9 +229,7 @@ class SimArms:
         return self.start_ns + self.steps * self.dt_ns
 
     def move(self, side: str, q: np.ndarray) -> None:
-        a = self.arms[side]
-        lo, hi = self.model.actuator_ctrlrange[a.actuators].T
-        self.data.ctrl[a.actuators] = np.clip(q, lo, hi)
+        _set_targets(self.model, self.data, self.arms[side], q)
 
     def _period(self) -> None:
         m, d, rec = self.model, self.data, self.recorder
@@ -247,10 +255,7 @@ class SimArms:
         return ts, states, targets
 
     def state(self, side: str) -> dict:
-        a, d = self.arms[side], self.data
-        return {"qpos": d.qpos[a.qpos].astype(np.float32), "qvel": d.qvel[a.qvel].astype(np.float32),
-                "qtorque": d.actuator_force[a.actuators].astype(np.float32),
-                "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8, "bus": dict(_BUS)}
+        return _arm_state(self.data, self.arms[side])
 
     def begin(self, number: int) -> None:
         """Start recording episode ``number`` at the current state (a state-period boundary)."""
@@ -492,15 +497,13 @@ def leader(node, seconds: float, episodes: int, gap: float = 0.3, cancel_first: 
 def _tick_hz() -> float | None:
     """The rate of this node's ``tick`` timer, from the configuration the dora daemon hands it (None
     outside a dataflow, or when ``tick`` is not a ``dora/timer``)."""
-    from .recorder_node import config_from_environment, timer_frequencies
+    from .recorder_node import config_from_environment, timer_hz
 
     config = config_from_environment()
     if config is None:
         return None
     cfg, _ = config
-    source = (cfg.get("inputs") or {}).get("tick")
-    hz = timer_frequencies({}, {"inputs": {"camera_tick": source}})["cameras"].get("tick")
-    return float(hz) if hz else None
+    return timer_hz((cfg.get("inputs") or {}).get("tick"), None)  # a timer wired to it directly
 
 
 def main(argv: list[str] | None = None) -> int:

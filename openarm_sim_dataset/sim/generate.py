@@ -124,11 +124,7 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
     cams = _camera_block(sc, renderer)
     block = {
         "schema_version": sidecar.SCHEMA_VERSION,
-        "simulator": "MuJoCo",
-        "mujoco_version": mujoco.__version__,
-        "model_sha256": cached_model(cfg.scene).sha256,
-        "model_sha256_of": "the compiled model saved as MJB (mj_saveModel)",
-        "asset_sha256": asset_hashes(),
+        **_model_identity(cached_model(cfg.scene).sha256),
         "seed": int(cfg.seed),
         "seed_rule": SEED_RULE,
         "sigma_m": float(cfg.sigma),
@@ -147,17 +143,26 @@ def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRe
         "depth_unit": "metres along the optical axis (float32)",
         "sidecar": f"episodes/<id>/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE} and {sidecar.FRAMES_FILE}",
         "timestamps": "episode_base_ns(index) + step * timestep_ns; base = 1.9e18 + index * 1e12",
-        "generator": {"name": "openarm_sim_dataset", "version": __version__, "git_commit": _git_commit()},
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
+        **_provenance(),
         "gl_renderer": renderer.gl_renderer if renderer is not None else None,
     }
     if cfg.tasks:  # absent for the default task alone: such a block is the one of before the task library
         block["tasks"] = {"names": list(cfg.tasks), "weights": [float(w) for w in cfg.task_weights] or [1.0] * len(cfg.tasks),
                           "stream": TASK_STREAM, "rule": TASK_RULE}
     return block
+
+
+def _model_identity(model_sha256: str) -> dict:
+    """The keys of a simulation block that say which simulator and model ran (versions, hashes)."""
+    return {"simulator": "MuJoCo", "mujoco_version": mujoco.__version__, "model_sha256": model_sha256,
+            "model_sha256_of": "the compiled model saved as MJB (mj_saveModel)", "asset_sha256": asset_hashes()}
+
+
+def _provenance() -> dict:
+    """The keys of a simulation block that say which software and machine wrote it."""
+    return {"generator": {"name": "openarm_sim_dataset", "version": __version__, "git_commit": _git_commit()},
+            "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(),
+            "machine": platform.machine()}
 
 
 def _camera_block(sc: SceneConfig, renderer: SimRenderer | None) -> dict:
@@ -188,11 +193,7 @@ def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig, renderer
     return {
         "schema_version": sidecar.SCHEMA_VERSION,
         "source": sidecar.SOURCE_DATAFLOW,
-        "simulator": "MuJoCo",
-        "mujoco_version": mujoco.__version__,
-        "model_sha256": built.sha256,
-        "model_sha256_of": "the compiled model saved as MJB (mj_saveModel)",
-        "asset_sha256": asset_hashes(),
+        **_model_identity(built.sha256),
         "timestep_s": float(built.model.opt.timestep),
         "state_hz": float(record.state_hz),
         "camera_hz": float(record.camera_hz),
@@ -203,11 +204,7 @@ def dataflow_simulation_block(scene: SceneConfig, record: RecordConfig, renderer
         "sidecar": f"episodes/<id>/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE} and {sidecar.FRAMES_FILE}",
         "timestamps": "episode start (Unix ns, the wall clock when the simulation node began the episode's "
                       "state period) + step * timestep_ns; camera_hz: the rate of the sidecar's per-frame states",
-        "generator": {"name": "openarm_sim_dataset", "version": __version__, "git_commit": _git_commit()},
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
+        **_provenance(),
         "gl_renderer": renderer.gl_renderer if renderer is not None else None,
     }
 
