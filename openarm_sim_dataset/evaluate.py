@@ -167,6 +167,72 @@ def jobs_from_dataset(path: str | os.PathLike, tasks: Sequence[str] = ()) -> tup
     return jobs, replace(cfg, tasks=(), task_weights=())
 
 
+def checkpoint_inputs(spec: str):
+    """What the checkpoint ``spec`` reads (:class:`openarm_sim_dataset.bc.PolicyInputs`), or None when
+    ``spec`` is not a checkpoint file (a built-in or ``module:factory`` policy)."""
+    if Path(spec).suffix not in (".pt", ".pth"):
+        return None
+    from .bc import CheckpointError, read_inputs
+
+    try:
+        return read_inputs(spec)
+    except CheckpointError as e:
+        raise PolicyError(spec, e.message) from None
+
+
+def _fmt_size(size) -> str:
+    return f"{size[0]}x{size[1]}"
+
+
+def recording_for(spec: str, cameras: Optional[Sequence[str]], size: Optional[tuple[int, int]],
+                  camera_hz: Optional[float]) -> tuple[tuple[str, ...], tuple[int, int], float]:
+    """The recorded cameras, image size (W, H) and camera rate of an evaluation of policy ``spec``.
+
+    A checkpoint says what its policy reads: its cameras, size and camera rate are the defaults, and a
+    value given that contradicts it (a camera it reads left out, another size or rate) is an
+    :class:`EvaluateError` naming both. Other policies: head + wrist_right, 160x120, 10 Hz."""
+    need = checkpoint_inputs(spec)
+    if need is None:
+        return (tuple(cameras) if cameras is not None else ("head", "wrist_right"),
+                tuple(size) if size is not None else (160, 120), float(camera_hz) if camera_hz is not None else 10.0)
+    if cameras is None:
+        cameras = need.cameras
+    missing = [c for c in need.cameras if c not in cameras]
+    if missing:
+        raise EvaluateError(spec, f"--cameras {' '.join(cameras) or 'none'} contradicts the checkpoint, which reads "
+                                  f"{' '.join(need.cameras)} (missing: {' '.join(missing)})")
+    if need.size is not None:
+        if size is not None and tuple(size) != tuple(need.size):
+            raise EvaluateError(spec, f"--size {_fmt_size(size)} contradicts the checkpoint's {_fmt_size(need.size)}")
+        size = need.size
+    if need.camera_hz is not None:
+        if camera_hz is not None and float(camera_hz) != need.camera_hz:
+            raise EvaluateError(spec, f"--camera-hz {float(camera_hz):g} contradicts the checkpoint's "
+                                      f"{need.camera_hz:g} Hz")
+        camera_hz = need.camera_hz
+    return (tuple(cameras), tuple(size) if size is not None else (160, 120),
+            float(camera_hz) if camera_hz is not None else float(need.control_hz))
+
+
+def check_recording(spec: str, cfg: GenerateConfig, source: str) -> None:
+    """Refuse an evaluation config (e.g. an ``--initial-states`` dataset's) whose cameras, size or rate
+    contradict what the checkpoint ``spec`` reads (one line naming both)."""
+    need = checkpoint_inputs(spec)
+    if need is None or not need.cameras:
+        return
+    sc = cfg.scene
+    missing = [c for c in need.cameras if c not in sc.cameras]
+    if missing:
+        raise EvaluateError(source, f"records cameras {' '.join(sc.cameras) or 'none'}; the checkpoint {spec} reads "
+                                    f"{' '.join(need.cameras)}")
+    if need.size is not None and (sc.width, sc.height) != tuple(need.size):
+        raise EvaluateError(source, f"records {sc.width}x{sc.height} images; the checkpoint {spec} reads "
+                                    f"{_fmt_size(need.size)}")
+    if need.camera_hz is not None and float(cfg.record.camera_hz) != need.camera_hz:
+        raise EvaluateError(source, f"records cameras at {float(cfg.record.camera_hz):g} Hz; the checkpoint {spec} "
+                                    f"reads {need.camera_hz:g} Hz")
+
+
 # ------------------------------------------------------------------ workers
 _WORKER: dict = {}
 

@@ -14,15 +14,14 @@ right arm's 8 then the left arm's, the action stream's units). Optional attribut
 
 Built in: ``scripted``, ``zero`` (hold the initial pose), ``random`` (a rate-limited random walk of
 the targets inside the joint and control ranges, seeded by the episode). Others load from
-``module:factory`` (a callable returning a policy) or from a checkpoint file of ``tools/train_bc.py`` (a ``.pt`` loaded by its
-``load_policy``: the behaviour-cloning baseline; a checkout without that tool makes a ``.pt`` a one-line error).
+``module:factory`` (a callable returning a policy) or from a checkpoint file of ``dataset-train`` (a ``.pt``,
+:func:`openarm_sim_dataset.bc.load_policy`: the behaviour-cloning baselines; extra ``[torch]``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import inspect
 from pathlib import Path
 from typing import Any, Optional, Protocol
@@ -165,26 +164,17 @@ BUILTIN = {"scripted": ScriptedPolicy, "zero": ZeroPolicy, "random": RandomPolic
 
 def load_policy(spec: str) -> Any:
     """The policy named by ``spec``: a built-in name, ``module:factory``, or a checkpoint file
-    (``*.pt``/``*.pth`` of ``tools/train_bc.py``). Raises :class:`PolicyError` (one line)."""
+    (``*.pt``/``*.pth`` of ``dataset-train``). Raises :class:`PolicyError` (one line)."""
     if spec in BUILTIN:
         return BUILTIN[spec]()
     path = Path(spec)
     if path.suffix in (".pt", ".pth"):
-        if not path.is_file():
-            raise PolicyError(path, "policy checkpoint not found")
-        # the trainer is a tool of this repository, not part of the installed package
-        tool = Path(__file__).resolve().parents[1] / "tools" / "train_bc.py"
-        if not tool.is_file():
-            raise PolicyError(path, "loading a checkpoint needs tools/train_bc.py (the behaviour-cloning baseline), "
-                                    "which this checkout does not have; use module:factory")
-        spec_ = importlib.util.spec_from_file_location("openarm_train_bc", tool)
-        mod = importlib.util.module_from_spec(spec_)
-        spec_.loader.exec_module(mod)
-        load_bc = mod.load_policy
+        from .bc import CheckpointError, load_policy as load_checkpoint
+
         try:
-            return load_bc(path)
-        except Exception as e:
-            raise PolicyError(path, f"cannot load the checkpoint: {type(e).__name__}: {e}") from None
+            return load_checkpoint(path)
+        except CheckpointError as e:
+            raise PolicyError(path, e.message) from None
     if ":" not in spec:
         raise PolicyError(spec, f"unknown policy (built in: {', '.join(BUILTIN)}; or module:factory, or a .pt checkpoint)")
     mod_name, _, attr = spec.partition(":")

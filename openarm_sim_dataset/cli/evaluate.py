@@ -4,8 +4,8 @@ success with intervals and, with --compare, a paired comparison on the same init
 Initial states: episodes 0..N-1 of seed S per task (--episodes N --seed S), or exactly those of an
 existing dataset's episodes (--initial-states DATASET). The output is an OpenArm 0.4.0 dataset
 (operation_type: rollout) that validates and replays like a generated one; rerunning the same
-command resumes it. --policy: scripted, zero, random, module:factory, or a tools/train_bc.py
-checkpoint (.pt). Exit 2 on unusable input or a policy that raises or returns a wrong action.
+command resumes it. --policy: scripted, zero, random, module:factory, or a dataset-train checkpoint
+(.pt: its cameras, image size and camera rate are the defaults; a flag that contradicts them is refused). Exit 2 on unusable input or a policy that raises or returns a wrong action.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--episodes", type=int, help="initial states 0..N-1 of --seed, per task")
     src.add_argument("--initial-states", metavar="DATASET", help="the initial states of this dataset's episodes")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default 0)")
-    p.add_argument("--cameras", nargs="+", default=["head", "wrist_right"],
-                   choices=["head", "wrist_right", "wrist_left", "none"],
-                   help="recorded cameras (default head wrist_right; none: physics only, no rendering: for "
-                        "policies that read no image, e.g. a privileged-state checkpoint)")
-    p.add_argument("--size", type=_size, default=(160, 120), help="image size WxH (default 160x120)")
-    p.add_argument("--camera-hz", type=float, default=10.0,
-                   help="camera rate and the default policy rate, divides 500 Hz (default 10)")
+    p.add_argument("--cameras", nargs="+", choices=["head", "wrist_right", "wrist_left", "none"],
+                   help="recorded cameras (default: a checkpoint's own, else head wrist_right; none: physics only, "
+                        "no rendering: for policies that read no image, e.g. a privileged-state checkpoint)")
+    p.add_argument("--size", type=_size, help="image size WxH (default: a checkpoint's own, else 160x120)")
+    p.add_argument("--camera-hz", type=float,
+                   help="camera rate and the default policy rate, divides 500 Hz (default: a checkpoint's own, else 10)")
     p.add_argument("--randomize", choices=["none", "visual", "physics", "all"], default="none",
                    help="scene randomisation of the initial states (default none)")
     p.add_argument("--max-time", type=float, help="time limit per episode, s (default 12, or the initial-states dataset's)")
@@ -60,15 +59,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args):
+    from .. import evaluate as ev
     from ..sim.generate import GenerateConfig
     from ..sim.recorder import RecordConfig
     from ..sim.scene import SceneConfig
 
     from .generate import camera_names
 
-    scene = SceneConfig(cameras=camera_names(args.cameras), width=args.size[0], height=args.size[1],
-                        wrist_left="wrist_left" in args.cameras)
-    cfg = GenerateConfig(seed=args.seed, scene=scene, record=RecordConfig(camera_hz=args.camera_hz),
+    # a checkpoint knows what it reads: its cameras, size and rate unless a flag says otherwise (and
+    # a flag that contradicts it is refused, naming both)
+    cams, size, hz = ev.recording_for(args.policy, None if args.cameras is None else camera_names(args.cameras),
+                                      args.size, args.camera_hz)
+    scene = SceneConfig(cameras=cams, width=size[0], height=size[1], wrist_left="wrist_left" in cams)
+    cfg = GenerateConfig(seed=args.seed, scene=scene, record=RecordConfig(camera_hz=hz),
                          randomize=args.randomize, max_time=float(args.max_time or 12.0))
     cfg.record.every(scene.timestep)
     return cfg
@@ -120,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs, cfg = ev.jobs_from_dataset(args.initial_states, tasks)
             if args.max_time is not None:
                 cfg = replace(cfg, max_time=float(args.max_time))
+            ev.check_recording(args.policy, cfg, args.initial_states)
         else:
             cfg = _config(args)
             jobs = ev.jobs_for(args.tasks or (), args.episodes, args.seed)
