@@ -100,9 +100,22 @@ def _labelled(ctx: Context, ep: str, cam: str | None):
     return (*got, fr)
 
 
-def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float] | ModelProblem | None:
+#: image diagonal (px) at which ``Thresholds.reprojection_px`` holds as given: 160x120, the default size
+REPROJECTION_REFERENCE_DIAGONAL = 200.0
+
+
+def reprojection_limit(limit_px: float, width: int, height: int) -> float:
+    """The ``sim_reprojection`` limit (px) for a ``width`` x ``height`` image: ``limit_px`` at 160x120,
+    in proportion to the image diagonal above it (the centroid of a cube's visible faces lies off its
+    projected centre by a fixed angle, so by pixels in proportion to the image: measured max 1.53-1.57 px
+    per 200 px of diagonal at 160x120, 320x240 and 640x480 on the same episodes), and never below
+    ``limit_px`` (the mask's pixel quantisation does not shrink with the image)."""
+    return float(limit_px) * max(1.0, float(np.hypot(width, height)) / REPROJECTION_REFERENCE_DIAGONAL)
+
+
+def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> tuple[list[float], float] | ModelProblem | None:
     """Pixel distances between projected cube centres and their mask centroids in ``cam`` (K of the
-    episode's own model)."""
+    episode's own model), and the limit for the episode's image size."""
     got = _labelled(ctx, ep, cam)
     if not isinstance(got, tuple):
         return got
@@ -123,26 +136,30 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> list[float]
             vs, us = np.nonzero(mask)
             uv, _ = project(K, pos[k], mat[k], pose[k, c, :3][None])
             ep_err.append(float(np.hypot(uv[0, 0] - us.mean(), uv[0, 1] - vs.mean())))
-    return ep_err
+    return ep_err, reprojection_limit(ctx.t.reprojection_px, w, h)
 
 
 def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     if cam is None:
         return Outcome(True, "no fixed camera", skipped=True, applicable=False)
     parts, bad, problems = _model_problems(parts)
-    errors = []
-    for ep, ep_err in parts.items():
-        ep_err = ep_err or []
+    errors, limits = [], set()
+    for ep, part in parts.items():
+        ep_err, limit = part if part else ([], None)
         errors += ep_err
-        if ep_err and max(ep_err) > ctx.t.reprojection_px:
-            bad.append(ep)
+        if ep_err:
+            limits.add(limit)
+            if max(ep_err) > limit:
+                bad.append(ep)
     if problems:
         return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if not errors:
         # nothing measurable (images too small for >= 20-pixel masks, or every cube occluded): no verdict
         return Outcome(True, "no unoccluded cube mask of >= 20 pixels clear of the border to measure", skipped=True)
     e = np.array(errors)
-    return Outcome(not bad, f"{len(e)} cube-frames, mean {e.mean():.2f} px, max {e.max():.2f} px (limit {ctx.t.reprojection_px} px)", bad)
+    limit = "/".join(f"{x:.3g}" for x in sorted(limits))
+    return Outcome(not bad, f"{len(e)} cube-frames, mean {e.mean():.2f} px, max {e.max():.2f} px (limit {limit} px: "
+                            f"{ctx.t.reprojection_px:g} px at 160x120, in proportion to the image diagonal above it)", bad)
 
 
 check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduce, _fixed_camera)

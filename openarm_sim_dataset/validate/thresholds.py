@@ -21,7 +21,7 @@ class Thresholds:
     quat_norm_tolerance: float = 1e-3  # | |q| - 1 | for pose quaternions
     min_duration: float = 0.25  # s: shorter episodes are unusable
     plane_error: float = 0.001  # m: median distance of back-projected floor/table pixels to their plane
-    reprojection_px: float = 2.0  # px: cube centre projection vs mask centroid (fixed camera)
+    reprojection_px: float = 2.0  # px at 160x120 (in proportion to the image diagonal above): cube centre vs mask centroid
     wrist_hit_fraction: float = 0.9  # fraction of in-view frames where the red cube projects onto itself
     frozen_seconds: float = 1.0  # s: a camera showing the same image this long while the arms move is frozen
     frozen_noise_floor: float = 0.1  # grey levels: mean |difference| of consecutive frames below this = same image
