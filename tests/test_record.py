@@ -113,6 +113,35 @@ def test_recorded_episodes_validate_and_read_back_exactly(tmp_path):
     assert ds.load_cameras(0)["head"].get_frame(3).read_bytes() == jpeg(30)
 
 
+def test_one_arm_of_a_bimanual_embodiment_recorded_validates(tmp_path):
+    """Issue 26: an OpenArm embodiment has two arms; a recording of the right arm alone writes
+    frequencies for what it recorded only, and the validator accepts it (a component no episode stores
+    needs no rate); a stored stream without its frequency still fails ``metadata``."""
+    out = tmp_path / "ds"
+    with Recorder(out, metadata(cameras=("head",))) as rec:
+        ep = rec.start_episode(0)
+        for i in range(200):
+            t = T0 + i * STATE_NS
+            q = qpos("right", i)
+            ep.add_obs("arms/right", t, qpos=q, qvel=q * 0.5, qtorque=q * 0.1)
+            ep.add_action("arms/right", t, qpos=q + 0.01)
+            if i % CAM_EVERY == 0:
+                ep.add_frame("head", t + 1000, jpeg(i))
+        ep.save(success=True)
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert meta["frequencies"] == {"cameras": {"head": 25.0}, "obs": {"arms": {"right": 250.0}},
+                                   "action": {"arms": {"right": 250.0}}}
+    assert not (out / "episodes/0/obs/arms/left").exists()
+    report = validate(Dataset(out))
+    assert report.valid, [(r.check, r.detail) for r in report if r.failed]
+    row = {r.check: r for r in report}["metadata"]
+    assert row.status == "pass" and "not recorded (no stream, no frequency): arms/left" in row.detail
+    del meta["frequencies"]["obs"]["arms"]["right"]  # the recorded arm without its rate: still a fault
+    (out / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    row = {r.check: r for r in validate(Dataset(out), checks=["metadata"])}["metadata"]
+    assert row.failed and "no obs frequency for arms/right" in row.detail and "arms/left" in row.detail
+
+
 @pytest.mark.slow  # importing openarm_dataset (scipy, mink) alone takes 2-5 s
 @pytest.mark.parametrize("camera_format", ["dir", "tar"])
 def test_openarm_dataset_reads_recorded_values_identically(tmp_path, camera_format):

@@ -26,13 +26,27 @@ def check_metadata(ctx: Context) -> Outcome:
     for cam in meta.cameras:
         if ctx.ds.version != layout.UNVERSIONED and meta.frequency("cameras", meta.stored_camera_name(cam)) is None:
             problems.append(f"no frequency for camera {cam}")
+    unrecorded = []
     for emb in meta.embodiments:
         for kind in layout.KINDS:
             for comp in emb.components or (None,):
                 if ctx.ds.version != layout.UNVERSIONED and meta.frequency(kind, emb.name, comp) is None:
-                    problems.append(f"no {kind} frequency for {emb.name}{'/' + comp if comp else ''}")
+                    name = f"{emb.name}{'/' + comp if comp else ''}"
+                    # a component no episode stores (one arm of a bimanual embodiment recorded) has no rate
+                    if _stored_anywhere(ctx, kind, emb.name, comp):
+                        problems.append(f"no {kind} frequency for {name}")
+                    elif name not in unrecorded:
+                        unrecorded.append(name)
     detail = f"version {meta.layout}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
+    if unrecorded:
+        detail += f"; not recorded (no stream, no frequency): {', '.join(unrecorded)}"
     return Outcome(not problems, detail + ("; " + "; ".join(problems) if problems else ""), [])
+
+
+def _stored_anywhere(ctx: Context, kind: str, embodiment: str, component: str | None) -> bool:
+    """Whether any listed episode has a stream folder for this component (present, even if broken)."""
+    return any(os.path.lexists(layout.component_dir(ctx.ds.root, ep, kind, embodiment, component, ctx.ds.version))
+               for ep in ctx.ds.episode_ids)
 
 
 def check_episode_folders(ctx: Context) -> Outcome:
