@@ -46,6 +46,15 @@ class StreamFile(NamedTuple):
     columns: tuple[str, ...]
 
 
+def folder_problem(path: Path) -> str:
+    """Why ``path``, which is not a folder, cannot be a dataset: missing, or what it is instead."""
+    if not os.path.lexists(path):
+        return "no such folder"
+    if os.path.islink(path) and not os.path.exists(path):
+        return "is a broken symbolic link, not a dataset folder"
+    return f"is {'a file' if os.path.isfile(path) else 'not a folder'}, not a dataset folder"
+
+
 class Dataset:
     """An OpenArm dataset folder of any layout (0.4.0, 0.3.0, 0.2.0, 0.1.0, unversioned).
 
@@ -61,7 +70,7 @@ class Dataset:
                  kinematics: object | None = None, *, cutoff: float | None = None, smoothing: str = "filtfilt"):
         self.root = Path(path)
         if meta is None and not self.root.is_dir():
-            raise DatasetError(self.root, "is not a dataset folder")
+            raise DatasetError(self.root, folder_problem(self.root))
         if kinematics is not None:
             raise ValueError("kinematics=: openarm_dataset's FK/IK engines are not used here; state= conversions use "
                              "openarm_sim_dataset.kinematics (the MuJoCo model)")

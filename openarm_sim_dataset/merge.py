@@ -10,7 +10,10 @@ Rules (a refusal names the input and what differs):
   / ``simulation.model_sha256`` / ``simulation.tasks``); a recorded dataset does not mix with a
   simulated one. With ``allow_mixed_provenance`` such inputs are merged and every episode keeps its
   provenance (``provenance:`` in its entry: the scalar keys of its input's ``simulation:`` block and
-  its ``tasks``, or ``recorded: true``).
+  its ``tasks``, or ``recorded: true``);
+* no episode of one input identical to an episode of another (the same obs/action streams, stamps and
+  values, and initial state: what ``dataset-validate``'s ``duplicate_episodes`` fails, e.g. a dataset
+  merged with its own copy); ``allow_duplicates`` merges them anyway.
 
 Tasks with the same prompt become one task (``task_index`` remapped); episodes become "0".."N-1"
 in input order and each entry records ``source: {dataset: <input folder>, id: <original id>}``;
@@ -34,10 +37,10 @@ from pathlib import Path
 
 from . import layout, manifest
 from .convert import metadata_0_4_0
-from .dataset import Dataset
+from .dataset import Dataset, folder_problem
 from .errors import DatasetError
 from .report import Summary, progress
-from .writer import new_dataset, write_episode_tree
+from .writer import check_output, new_dataset, write_episode_tree
 
 
 class MergeError(DatasetError):
@@ -181,6 +184,50 @@ def plan_episodes(datasets: Sequence[Dataset], task_maps: list[dict[int, int]], 
     return plan
 
 
+def episode_digest(ds: Dataset, ep: dict) -> str | None:
+    """The episode's content digest as ``dataset-validate``'s ``duplicate_episodes`` computes it (obs and
+    action streams, stamps and values, a simulated episode's initial state, a visual variant's index);
+    None when unreadable (the copy then reports the file) or empty."""
+    from . import sidecar
+    from .validate.physics import episode_digest as digest
+
+    ep_id = ds.episode_id(ep)
+
+    def streams(kind: str):
+        try:
+            return ds.streams(ep_id, kind)
+        except DatasetError as e:
+            return str(e)
+
+    def initial_state():
+        path = layout.sim_dir(ds.root, ep_id) / sidecar.SIDECAR_FILE
+        if not path.is_file():
+            return None
+        try:
+            return sidecar.load_npz(path, members=("initial_state",)).get("initial_state")
+        except DatasetError:
+            return None
+
+    return digest(streams, ep, initial_state)
+
+
+def check_no_duplicates(plan: list[tuple[Dataset, dict, dict]]) -> None:
+    """Raise MergeError when an episode of one input is identical (the digest of :func:`episode_digest`)
+    to an episode of another input, naming both: the output would fail ``duplicate_episodes``."""
+    seen: dict[str, tuple[Dataset, str]] = {}
+    for ds, ep, _new in plan:
+        d = episode_digest(ds, ep)
+        if d is None:
+            continue
+        ep_id = ds.episode_id(ep)
+        first = seen.setdefault(d, (ds, ep_id))
+        if first[0] is not ds:
+            raise MergeError(layout.episode_dir(ds.root, ep_id),
+                             f"is identical to {layout.episode_dir(first[0].root, first[1])} (the same obs/action "
+                             f"streams and initial state, SHA-256 {d[:12]}): the output would hold the episode twice "
+                             "and fail duplicate_episodes (--allow-duplicates merges it anyway)")
+
+
 def _transfer(src: Path, dest: Path, link: bool) -> None:
     """Copy (or hard-link) one regular file; refuse symlinks and special files."""
     st = os.lstat(src)
@@ -227,7 +274,7 @@ def merge_datasets(inputs: Sequence[str | os.PathLike], output: str | os.PathLik
 
 
 def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: bool = False,
-          allow_mixed_provenance: bool = False, quiet: bool = True) -> Summary:
+          allow_mixed_provenance: bool = False, quiet: bool = True, allow_duplicates: bool = False) -> Summary:
     """Merge ``inputs`` into a new dataset ``out`` (see the module docstring for the rules)."""
     out = Path(out)
     if len(inputs) < 2:
@@ -236,21 +283,20 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
     seen: dict[Path, Path] = {}
     for r in roots:
         if not r.is_dir():
-            raise MergeError(r, "is not a dataset folder")
+            raise MergeError(r, folder_problem(r))
         real = r.resolve()
         if real in seen:
             raise MergeError(r, f"is given twice (also as {seen[real]})")
         seen[real] = r
-    out_real = out.resolve()
-    for real, r in seen.items():
-        if out_real == real or real in out_real.parents:
-            raise MergeError(out, f"lies inside the input {r} (inputs are never modified)")
+    check_output(out, roots)  # not inside (or one of) the inputs, not an existing file
     if out.exists():
         raise MergeError(out, f"Output path {out} already exists (refusing to overwrite)")
     datasets = [Dataset(r) for r in roots]
     mixed = check_compatible(datasets, allow_mixed_provenance)
     tasks, task_maps = merge_tasks(datasets)
     plan = plan_episodes(datasets, task_maps, mixed)
+    if not allow_duplicates:
+        check_no_duplicates(plan)
 
     summary = Summary("dataset-merge", out)
     bar = progress(len(plan), "merge", quiet)

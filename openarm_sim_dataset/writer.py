@@ -220,6 +220,27 @@ def remove_uncommitted(root: Path, meta: Metadata) -> list[Path]:
     return removed
 
 
+def check_output(out: str | os.PathLike, inputs=(), *, folder: bool = True) -> None:
+    """Refuse an output before anything is written: one that is, or lies inside, one of ``inputs`` (an
+    input is never modified: an output inside it would add files its dataset does not list), and, with
+    ``folder``, one that exists as something other than a folder (``--out FILE``). Symbolic links and
+    ``..`` are resolved first. ``inputs`` that are None are ignored."""
+    out = Path(out)
+    if folder and (out.exists() or out.is_symlink()) and not out.is_dir():
+        what = "a file" if out.is_file() else "not a folder"
+        raise OutputExistsError(out, f"exists and is {what}, not a folder (the output is a dataset folder: "
+                                     "give a new folder's path)")
+    out_real = out.resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        real = Path(given).resolve()
+        if out_real == real:
+            raise OutputExistsError(out, f"is the input {given} itself (inputs are never modified)")
+        if real in out_real.parents:
+            raise OutputExistsError(out, f"lies inside the input {given} (inputs are never modified)")
+
+
 def create_dataset_root(out: Path) -> Path:
     """A fresh temporary sibling of ``out`` in which a whole dataset is built before its rename."""
     out = Path(out)

@@ -21,7 +21,7 @@ def test_dataset_sample_cli():
 def test_dataset_sample_cli_bad_input(tmp_path):
     r = run("openarm_sim_dataset.cli.sample", str(tmp_path / "missing"))
     assert r.returncode == 2
-    assert r.stderr.count("\n") == 1 and "is not a dataset folder" in r.stderr
+    assert r.stderr.count("\n") == 1 and "missing: no such folder" in r.stderr
     (tmp_path / "metadata.yaml").write_text("episodes: [\n")
     r = run("openarm_sim_dataset.cli.sample", str(tmp_path))
     assert r.returncode == 2 and "metadata.yaml: invalid YAML" in r.stderr and "Traceback" not in r.stderr

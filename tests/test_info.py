@@ -139,8 +139,8 @@ def test_card_header_parses_and_dataset_stays_valid(generated, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["{missing}"], "is not a dataset folder"),
-    (["{missing}", "--card"], "is not a dataset folder"),
+    (["{missing}"], "no such folder"),
+    (["{missing}", "--card"], "no such folder"),
 ])
 def test_cli_errors_are_one_line(tmp_path, capsys, args, needle):
     argv = [a.format(missing=tmp_path / "nope") for a in args]

@@ -80,7 +80,7 @@ def test_every_writer_records_manifests(tmp_path):
     synth2 = write_synthetic(tmp_path / "synth2", episodes=1, seconds=0.5, camera_hz=10, size=(32, 24), seed=3)
     merge([synth, synth2], tmp_path / "merged")  # 0.4.0 inputs: files carried, manifest checked and rewritten
     old = shutil.copytree(OWN_FIXTURES / "dataset_0.3.0", tmp_path / "old")
-    merge([OWN_FIXTURES / "dataset_0.3.0", old], tmp_path / "merged_old")  # rewritten as 0.4.0
+    merge([OWN_FIXTURES / "dataset_0.3.0", old], tmp_path / "merged_old", allow_duplicates=True)  # rewritten as 0.4.0
     for out in (synth, written, tmp_path / "tar", tmp_path / "merged", tmp_path / "merged_old"):
         ds = Dataset(out)
         assert all((layout.episode_dir(out, ep) / layout.MANIFEST_FILE).is_file() for ep in ds.episode_ids), out
@@ -95,7 +95,7 @@ def test_merge_refuses_a_carried_file_that_differs_from_its_manifest(generated, 
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 1
     f.write_bytes(bytes(data))
-    r = run_cli("merge", generated, copy, "-o", tmp_path / "out", check=2)
+    r = run_cli("merge", generated, copy, "-o", tmp_path / "out", "--allow-duplicates", check=2)
     assert "episodes/1/sim/sidecar.npz" in r.stderr and "differs from its episode's manifest" in r.stderr
     assert not (tmp_path / "out").exists()
 

@@ -145,7 +145,31 @@ def test_usage_refusals(synth, tmp_path):
     r = cli(a, b, "-o", a / "inner", check=2)
     assert "inside the input" in r.stderr and not (a / "inner").exists() and tree_hashes(a) == before
     r = cli(a, tmp_path / "nope", "-o", tmp_path / "o3", check=2)
-    assert "nope" in r.stderr and "not a dataset folder" in r.stderr
+    assert "nope: no such folder" in r.stderr
+
+
+def test_inputs_sharing_an_identical_episode_are_refused_naming_both(gen, synth, tmp_path):
+    """Issue 26 item 7: an episode of one input identical to one of another (same obs/action streams and
+    initial state: the digest duplicate_episodes compares) is one line naming both, exit 2, nothing
+    written; --allow-duplicates merges, and the validator then fails the copy (what the refusal prevents)."""
+    a, whole = gen["A"], gen["whole"]  # A is episode 0 of the same run as whole's episodes 0-1
+    before = tree_hashes(a)
+    out = tmp_path / "out"
+    r = cli(a, whole, "-o", out, check=2)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert f"{whole / 'episodes' / '0'}: is identical to {a / 'episodes' / '0'}" in r.stderr, r.stderr
+    assert "--allow-duplicates" in r.stderr
+    assert not out.exists() and not list(tmp_path.glob(".tmp-out*")) and tree_hashes(a) == before
+    cli(a, gen["B"], "-o", tmp_path / "shards", "-q")  # different episodes of one run: merged as before
+    cli(a, whole, "-o", out, "--allow-duplicates", "-q")
+    row = {r.check: r for r in Dataset(out).validate(checks=["duplicate_episodes"])}["duplicate_episodes"]
+    assert row.failed and row.episodes == ["1"], row
+    # recorded data: a dataset merged with its own copy
+    rec, _ = synth
+    copy = _copy(rec, tmp_path / "copy")
+    r = cli(rec, copy, "-o", tmp_path / "o2", check=2)
+    assert f"{copy / 'episodes' / '0'}: is identical to {rec / 'episodes' / '0'}" in r.stderr, r.stderr
+    assert not (tmp_path / "o2").exists()
 
 
 def test_tasks_with_the_same_prompt_become_one_task(synth, tmp_path):
@@ -154,7 +178,7 @@ def test_tasks_with_the_same_prompt_become_one_task(synth, tmp_path):
                                     episodes=[dict(d["episodes"][0], task_index=1), dict(d["episodes"][1], task_index=0)]))
     edit_meta(b, lambda d: d.update(tasks=[{"prompt": "wipe"}, {"prompt": "pick", "description": "dup"}],
                                     episodes=[dict(d["episodes"][0], task_index=1, success=False)]))
-    c = write_synthetic(tmp_path / "sc", episodes=1, seconds=1.0, camera_hz=10, size=(32, 24))
+    c = write_synthetic(tmp_path / "sc", episodes=1, seconds=1.0, camera_hz=10, size=(32, 24), seed=5)  # not sa's 0
     edit_meta(c, lambda d: d.update(tasks=[{"prompt": "wipe"}], episodes=[dict(d["episodes"][0], task_index=0)]))
     out = tmp_path / "out"
     cli(a, b, c, "-o", out, "-q")
@@ -193,7 +217,7 @@ def test_old_layouts_merge_into_0_4_0(tmp_path):
     src = fixture_path("own", "dataset_0.1.0")
     b = _copy(src, tmp_path / "copy")
     out = tmp_path / "out"
-    cli(src, b, "-o", out, "-q")
+    cli(src, b, "-o", out, "-q", "--allow-duplicates")
     ds = Dataset(out)
     assert ds.version == "0.4.0" and ds.num_episodes == 2 * Dataset(src).num_episodes
     n = len(Dataset(src).episode_ids)

@@ -182,7 +182,7 @@ def test_discard_leaves_a_gap_that_a_later_recorder_keeps(tmp_path):
     from openarm_sim_dataset.merge import merge
 
     shutil.copytree(out, tmp_path / "copy")
-    merge([out, tmp_path / "copy"], tmp_path / "merged")
+    merge([out, tmp_path / "copy"], tmp_path / "merged", allow_duplicates=True)
     merged = yaml.safe_load((tmp_path / "merged" / "metadata.yaml").read_text())
     assert len(merged["episodes"]) == 4 and "discarded_episodes" not in merged
 

@@ -139,7 +139,7 @@ def ref(tmp_path_factory, tiny_generated):
     r["conv_cmd"] = lambda out: cli("convert", r["gen"], out, "--camera-format", "tar", "-q")
     r["conv"] = base / "conv"
     r["conv_s"] = timed(r["conv_cmd"](r["conv"]), work)
-    r["merge_cmd"] = lambda out: cli("merge", r["gen"], r["in2"], "-o", out, "-q")
+    r["merge_cmd"] = lambda out: cli("merge", r["gen"], r["in2"], "-o", out, "-q", "--allow-duplicates")  # in2 copies gen
     r["merge"] = base / "merge"
     r["merge_s"] = timed(r["merge_cmd"](r["merge"]), work)
     r["val_in"] = base / "val_in"

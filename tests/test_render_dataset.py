@@ -307,7 +307,7 @@ def test_visual_variants_differ_in_pixels_and_keep_the_physics(tiny_physics, var
     assert np.abs(images[0] - images[1]).mean() > 2.0  # other lights, colours, camera pose: other pixels
     # merge and convert keep which source episode and variant an episode is
     merged = tmp_path / "merged"
-    run_cli("merge", variants, shutil.copytree(variants, tmp_path / "copy"), "-o", merged, "-q")
+    run_cli("merge", variants, shutil.copytree(variants, tmp_path / "copy"), "-o", merged, "-q", "--allow-duplicates")
     kept = [e["render_source"] for e in Dataset(merged).meta.episodes]
     assert kept == [{"episode": "0", "variant": k, "seed": 5, "index": 0} for k in (0, 1)] * 2
     converted = tmp_path / "converted"

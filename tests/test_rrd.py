@@ -77,4 +77,4 @@ def test_recorded_dataset_reads_back_and_existing_output_refused(tmp_path, capsy
     assert "already exists" in capsys.readouterr().err and out.read_bytes() == before
     assert convert_cli.main([str(tmp_path / "nope"), str(tmp_path / "n.rrd"), "--format", "rrd"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is not a dataset folder" in err and not (tmp_path / "n.rrd").exists()
+    assert err.count("\n") == 1 and "no such folder" in err and not (tmp_path / "n.rrd").exists()

@@ -83,7 +83,7 @@ def test_cli_writes_frame_and_plot(generated, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["{missing}", "-o", "{out}"], "is not a dataset folder"),
+    (["{missing}", "-o", "{out}"], "no such folder"),
     (["{ds}", "--episode", "7", "-o", "{out}"], "no episode with id '7'"),
     (["{ds}", "--episode", "0", "--frame", "999", "-o", "{out}"], "no frame 999"),
     (["{ds}", "--episode", "0", "--time", "99", "-o", "{out}"], "time 99 s is outside"),

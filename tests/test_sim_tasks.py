@@ -301,6 +301,6 @@ def test_merge_refuses_inputs_drawn_from_other_task_lists(generated_one, tmp_pat
     (b / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     r = run_cli("merge", a, b, "-o", tmp_path / "m", check=2)
     assert "simulation.tasks" in r.stderr and not (tmp_path / "m").exists()
-    run_cli("merge", a, b, "-o", tmp_path / "m", "--allow-mixed-provenance")
+    run_cli("merge", a, b, "-o", tmp_path / "m", "--allow-mixed-provenance", "--allow-duplicates")  # b copies a
     eps = yaml.safe_load((tmp_path / "m" / "metadata.yaml").read_text())["episodes"]
     assert "tasks" not in eps[0]["provenance"] and eps[1]["provenance"]["tasks"]["names"][1] == "tray_green"

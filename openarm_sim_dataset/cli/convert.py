@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run
+from . import Parser, check_output, run
 
 FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd")
 STATES = ("qpos", "pose", "rot6d")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="dataset-convert", description=__doc__,
         epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0); IN is never modified. OUT must not exist: "
                "it is built in a temporary folder and renamed into place. LeRobot formats need PyAV "
@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from ..dataset import Dataset
 
+        # never inside (or over) the input; a folder's path (rrd: a file's) that is not an existing file
+        check_output(args.output, [args.input], folder=args.format != "rrd")
         ds = Dataset(args.input)
         if args.format == "rrd":
             from ..convert import select_episodes

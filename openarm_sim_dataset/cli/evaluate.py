@@ -20,13 +20,13 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from . import run  # noqa: E402
+from . import Parser, check_output, progress_line, run  # noqa: E402
 from .generate import LOCAL, _size  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-evaluate", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-evaluate", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--policy", required=True, help="scripted, zero, random, module:factory or a checkpoint .pt")
     p.add_argument("--out", required=True, help="rollout dataset folder (created, or resumed)")
     p.add_argument("--tasks", nargs="+", metavar="NAME", help="tasks (default: pick_place; all: every task)")
@@ -108,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         from .. import evaluate as ev
         from .generate import ray_options
 
+        # the outputs are folders outside every input dataset (--initial-states, --compare DATASET)
+        inputs = [args.initial_states] + [args.compare if args.compare and Path(args.compare).is_dir() else None]
+        check_output(args.out, inputs)
+        if args.compare_out is not None:
+            check_output(args.compare_out, inputs + [args.out])
         if args.workers < 1:
             raise ValueError("--workers must be >= 1")
         if args.max_time is not None and not args.max_time > 0:
@@ -133,13 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         def progress(job, entry) -> None:
             done[0] += 1
             if not args.quiet and not args.json:
-                print(f"\r{done[0]}/{len(jobs)} episode {entry['id']} {job.task}: {entry['outcome']}",
-                      end="", file=sys.stderr, flush=True)
+                progress_line(f"{done[0]}/{len(jobs)} episode {entry['id']} {job.task}: {entry['outcome']}")
 
         rep = ev.evaluate(args.policy, args.out, jobs, cfg, workers=args.workers, ray=ray,
                           stop_on_success=args.stop_on_success, progress=progress)
-        if done[0] and not args.quiet and not args.json:
-            print(file=sys.stderr)
+        if done[0] and not args.quiet and not args.json and sys.stderr.isatty():
+            print(file=sys.stderr)  # end the line rewritten in place
         report = {"out": str(rep.out), "model": rep.model, "episodes": len(rep.episodes), "made": rep.made,
                   "skipped": rep.skipped, "seconds": time.perf_counter() - t0, "stats": rep.stats}
         if args.compare:

@@ -16,7 +16,7 @@ from collections import Counter
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from . import run  # noqa: E402
+from . import Parser, check_output, progress_bar, run  # noqa: E402
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -40,8 +40,8 @@ def _range(text: str) -> range:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-generate", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-generate", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="output dataset folder (created, or resumed)")
     p.add_argument("--list-tasks", action="store_true", help="print every task's name, arms and prompt, then exit")
     p.add_argument("--tasks", nargs="+", metavar="NAME",
@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from ..sim.generate import generate
 
+        check_output(args.out)  # --out FILE: says it is a file
         indices = args.episode_range or range(args.episodes)
         if len(indices) == 0:
             raise ValueError("--episodes must be at least 1")
@@ -171,11 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--workers and --ray exclude each other (Ray runs one episode per CPU of the cluster)")
         bar = None
         if not args.quiet:
-            from tqdm import tqdm
-
-            # episodes/s even below one per second (tqdm would switch to s/ep)
-            bar = tqdm(total=len(indices), unit="ep", desc="generate", file=sys.stderr,
-                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
+            # episodes/s even below one per second (tqdm would switch to s/ep); lines off a terminal
+            bar = progress_bar(len(indices), "generate", unit="ep",
+                               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
         t0 = time.perf_counter()
 
         outcomes: Counter = Counter()
@@ -183,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         def progress(index: int, entry: dict) -> None:
             outcomes[entry["outcome"]] += 1
             if bar is not None:
-                bar.update(1)
                 bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+                bar.update(1)
 
         summary = generate(args.out, indices, cfg, workers=args.workers, progress=progress, ray=ray)
         if bar is not None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run
+from . import Parser, run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-info", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-info", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--episodes", action="store_true", help="also list every episode (duration, success, valid)")

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run
+from . import Parser, run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="dataset-merge", description=__doc__,
         epilog="Refused unless every input has the same format version, equipment and frequencies and, for "
-               "simulated datasets, the same MuJoCo version and model hash. Tasks with the same prompt become one "
+               "simulated datasets, the same MuJoCo version and model hash, and no two inputs share an identical "
+               "episode (--allow-duplicates). Tasks with the same prompt become one "
                "task. Each episode records its source (input folder, original id). OUT is built in a temporary "
                "folder and renamed into place; an existing OUT is refused; inputs are never modified.")
     p.add_argument("inputs", nargs="+", help="input dataset folders (at least two)")
@@ -23,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-mixed-provenance", action="store_true",
                    help="merge simulated datasets of different MuJoCo versions/model hashes (or recorded with "
                         "simulated); each episode then keeps its provenance in its metadata entry")
+    p.add_argument("--allow-duplicates", action="store_true",
+                   help="merge inputs that share an identical episode (same obs/action streams and initial state; "
+                        "refused by default: the output would fail dataset-validate's duplicate_episodes)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -34,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..merge import merge
 
         summary = merge(args.inputs, args.output, link=args.link,
-                        allow_mixed_provenance=args.allow_mixed_provenance, quiet=args.quiet)
+                        allow_mixed_provenance=args.allow_mixed_provenance, quiet=args.quiet,
+                        allow_duplicates=args.allow_duplicates)
         print(summary.line())
         return 0
 

@@ -15,13 +15,13 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from . import run  # noqa: E402
+from . import Parser, check_output, progress_bar, run  # noqa: E402
 from .generate import LOCAL, _size  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-render", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-render", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("src", help="simulated dataset with sidecars (e.g. from dataset-generate --cameras none)")
     p.add_argument("out", help="output dataset folder (created, or resumed)")
     p.add_argument("--cameras", nargs="+", default=["head", "wrist_right"], metavar="NAME",
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from ..sim.render_dataset import render_dataset
 
+        check_output(args.out, [args.src])  # never inside the source, never an existing file
         cfg = config_from_args(args)
         ray = None
         if args.ray is not None:
@@ -78,8 +79,6 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--ray-gpus-per-task must be > 0")
         bar = None
         if not args.quiet:
-            from tqdm import tqdm
-
             total = None
             try:  # the bar's length; an unreadable source is the library's one-line error below
                 from ..metadata import Metadata
@@ -87,14 +86,14 @@ def main(argv: list[str] | None = None) -> int:
                 total = len(Metadata.load(args.src).episodes) * max(1, cfg.visual_variants)
             except Exception:  # noqa: BLE001
                 pass
-            bar = tqdm(total=total, unit="ep", desc="render", file=sys.stderr,
-                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
+            bar = progress_bar(total, "render", unit="ep",  # lines, not a bar, off a terminal
+                               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
         t0 = time.perf_counter()
 
         def progress(episode: str, entry: dict) -> None:  # noqa: ARG001
             if bar is not None:
-                bar.update(1)
                 bar.set_postfix_str(f"episode {episode}")
+                bar.update(1)
 
         try:
             summary = render_dataset(args.src, args.out, cfg, workers=args.workers, progress=progress, ray=ray,

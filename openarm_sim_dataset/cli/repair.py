@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import EXIT_INVALID, EXIT_OK, run
+from . import EXIT_INVALID, EXIT_OK, Parser, check_output, run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="dataset-repair", description=__doc__,
         epilog="A null/NaN whose previous and next samples (same column) are finite becomes their mean; runs of two "
                "or more and gaps at the first/last sample are reported as unrepairable (exit 1). Files are replaced "
@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from ..repair import repair
+
+        if args.output is not None:
+            check_output(args.output, [args.dataset])  # a copy outside the dataset it repairs
 
         def show(line: str, bad: bool) -> None:
             print(line, file=sys.stderr if bad else sys.stdout)

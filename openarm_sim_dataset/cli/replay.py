@@ -20,12 +20,12 @@ import sys
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
 from ..validate.thresholds import Thresholds  # noqa: E402
-from . import EXIT_INVALID, EXIT_OK, EXIT_UNUSABLE, run  # noqa: E402
+from . import EXIT_INVALID, EXIT_OK, EXIT_UNUSABLE, Parser, run  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-replay", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-replay", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="simulated dataset folder")
     p.add_argument("--episode", help="episode id (default: every episode)")
     p.add_argument("--from-frame", type=int, help="resume from the stored state of this camera frame")

@@ -7,11 +7,11 @@ import sys
 import time
 
 from ..sampler import ALIGNMENTS
-from . import run
+from . import Parser, run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-sample", description=__doc__)
+    p = Parser(prog="dataset-sample", description=__doc__)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--hz", type=float, default=5.0, help="grid rate in Hz (default 5)")
     p.add_argument("--episode", help="only this episode id")

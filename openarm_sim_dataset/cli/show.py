@@ -14,12 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import run
+from . import Parser, check_output, run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-show", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-show", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--episode", help="episode id (default: the first episode)")
     g = p.add_mutually_exclusive_group()
@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         from ..dataset import Dataset
         from ..show import contact_sheet, plot_episode, show_frame
 
+        outputs = [args.output] + ([args.plot] if args.plot else [])
+        for out in outputs:  # a PNG inside the dataset would be a file its metadata does not list
+            check_output(out, [args.dataset], folder=False)
         ds = Dataset(args.dataset)
         if args.contact_sheet:
             lay = contact_sheet(ds, args.output, per=args.contact_sheet, camera=args.camera, frame=args.frame,

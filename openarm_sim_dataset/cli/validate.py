@@ -5,8 +5,8 @@ counting passed, warned, failed and skipped checks apart (a skip verified nothin
 finding, with its counts, that leaves the episodes it names usable; --strict makes a warning, and a
 skip of a check that applies to the dataset, a failure). By default the result is written into
 metadata.yaml as `valid: true|false` per checked episode (atomically); an episode is invalid when a
-failed check names it (a warning leaves it valid). Exit 0: valid; 1: some check failed; 2: unusable
-input.
+failed check names it (a warning leaves it valid). Exit 0: valid; 1: some check failed, or the dataset
+has no episodes (one line says so: nothing was checked); 2: unusable input.
 
 integrity: every episode's files against its manifest.sha256 (SHA-256 and size, written by every
 writer of this package); skipped when no episode has one (a dataset written by another tool).
@@ -36,7 +36,7 @@ from dataclasses import fields
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
 from ..validate.thresholds import Thresholds  # noqa: E402
-from . import EXIT_INVALID, EXIT_OK, run  # noqa: E402
+from . import EXIT_INVALID, EXIT_OK, Parser, run  # noqa: E402
 
 _HELP = {
     "gap_periods": "an interval longer than this many declared periods is a dropped sample",
@@ -91,8 +91,8 @@ _HELP = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-validate", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="dataset-validate", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--episodes", nargs="+", help="only these episode ids")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from ..dataset import Dataset
         from ..validate import valid_flags, validate, write_valid_flags
+        from ..validate.core import NO_EPISODES
 
         ds = Dataset(args.dataset)
         th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
                         regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray)
         flags = valid_flags(ds, rows, args.episodes)
-        if not args.no_update_metadata:
+        if not args.no_update_metadata and flags:  # no episode (an empty dataset): nothing to flag
             write_valid_flags(ds, flags)
         failed = [r for r in rows if r.failed]
         for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps({"dataset": str(ds.root), "valid": not failed, "checks": rows.counts, "strict": args.strict,
                               "rows": [r.to_dict() for r in rows], "episodes": flags}, indent=2))
+        elif [r.check for r in rows] == [NO_EPISODES]:  # an empty dataset: one verdict, exit 1
+            print(f"{ds.root}: INVALID ({rows[0].detail})")
         else:
             width = max(len(r.check) for r in rows)
             for r in rows:

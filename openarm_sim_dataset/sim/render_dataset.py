@@ -43,6 +43,7 @@ import mujoco
 import numpy as np
 
 from .. import layout, sidecar
+from ..dataset import folder_problem
 from ..errors import DatasetError
 from ..metadata import Metadata
 from ..writer import CAMERA_FORMATS, EpisodeData, commit_episode, remove_uncommitted
@@ -319,6 +320,8 @@ def _run_local(args) -> RenderedEpisode | str:
 # ----------------------------------------------------------------------------- the dataset
 def _source(src: Path) -> tuple[Metadata, dict]:
     meta_path = src / layout.METADATA_FILE
+    if not src.is_dir():
+        raise RenderError(src, folder_problem(src))
     if not meta_path.is_file():
         raise RenderError(src, "is not a dataset (no metadata.yaml)")
     meta = Metadata.load(src)

@@ -237,6 +237,22 @@ def block_error_text(e: BaseException) -> str:
     return f"missing key {e.args[0]!r}" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
 
 
+#: the one row of a dataset that lists no episode (e.g. a generation interrupted before its first commit)
+NO_EPISODES = "episodes"
+
+
+def no_episodes_detail(ds: Dataset) -> str:
+    """The verdict on a dataset whose metadata.yaml lists no episode: nothing was checked; a folder left
+    under episodes/ (an interrupted writer's) is counted."""
+    root = ds.root / layout.EPISODES_DIR
+    left = sorted(e.name for e in os.scandir(root) if not e.name.startswith(".")) if root.is_dir() else []
+    detail = f"{ds.root / layout.METADATA_FILE}: the dataset has no episodes (episodes: []), nothing to validate"
+    if left:
+        detail += (f"; {len(left)} unlisted folder(s) under episodes/ ({', '.join(left[:3])}"
+                   f"{' ...' if len(left) > 3 else ''}): an interrupted writer's, rerun its command to resume")
+    return detail
+
+
 def _is_simulated(ds: Dataset) -> bool:
     return ds.meta.simulation is not None
 
@@ -261,6 +277,9 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
     from .physics import PHYSICS_CHECKS
     from .simulation import SIM_CHECKS, sim_checks
 
+    if episodes is None and not ds.meta.episodes:
+        # nothing to check: one verdict, not rows of per-episode checks that read like faults
+        return Report([CheckResult(NO_EPISODES, False, no_episodes_detail(ds), [])])
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
     ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
     table = list(FORM_CHECKS)

@@ -239,9 +239,21 @@ def content_hash(ctx: Context, ep: str) -> str | None:
     and of a simulated episode's initial state, None when unreadable or empty. A copied episode keeps all
     of them; two real recordings never share their stamps, and two simulated episodes whose arms do the
     same (e.g. a policy holding still) differ in where the scene started."""
+
+    def initial_state():
+        side = ctx.sidecar(ep) if is_simulated(ctx, ep) else None
+        return side.get("initial_state") if isinstance(side, dict) else None
+
+    return episode_digest(lambda kind: ctx.streams(ep, kind), ctx.ds.episode(ep), initial_state)
+
+
+def episode_digest(streams, entry: dict, initial_state) -> str | None:
+    """:func:`content_hash` from loaders: ``streams(kind)`` (the kind's streams, or an error string),
+    the episode's metadata ``entry`` and ``initial_state()`` (the sidecar's array, or None); also what
+    ``dataset-merge`` compares across its inputs (the same digest: merge refuses what this check fails)."""
     h, n = hashlib.sha256(), 0
     for kind in layout.KINDS:
-        s = ctx.streams(ep, kind)
+        s = streams(kind)
         if not isinstance(s, dict):
             return None
         for key in sorted(s):
@@ -250,12 +262,12 @@ def content_hash(ctx: Context, ep: str) -> str | None:
             h.update(np.ascontiguousarray(s[key].timestamps, dtype=np.int64).tobytes())
             h.update(v.tobytes())
             n += v.size
-    src = ctx.ds.episode(ep).get("render_source")
+    src = entry.get("render_source")
     if isinstance(src, dict) and "variant" in src:  # visual variants share their source's physics by design
         h.update(f"render_source {src.get('episode')!r} variant {src.get('variant')!r}".encode())
-    side = ctx.sidecar(ep) if is_simulated(ctx, ep) else None
-    if isinstance(side, dict) and "initial_state" in side:
-        h.update(b"initial_state" + np.ascontiguousarray(side["initial_state"], dtype=np.float64).tobytes())
+    init = initial_state()
+    if init is not None:
+        h.update(b"initial_state" + np.ascontiguousarray(init, dtype=np.float64).tobytes())
     return h.hexdigest() if n else None
 
 
