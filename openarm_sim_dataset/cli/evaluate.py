@@ -108,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         from .. import evaluate as ev
         from .generate import ray_options
 
-        # the outputs are folders outside every input dataset (--initial-states, --compare DATASET)
-        inputs = [args.initial_states] + [args.compare if args.compare and Path(args.compare).is_dir() else None]
+        # the outputs are folders outside every input dataset (--initial-states, --compare DATASET; a
+        # folder that is no dataset is refused by what reads it, before anything is written)
+        inputs = [p for p in (args.initial_states, args.compare) if p and (Path(p) / "metadata.yaml").is_file()]
         check_output(args.out, inputs)
         if args.compare_out is not None:
             check_output(args.compare_out, inputs + [args.out])
