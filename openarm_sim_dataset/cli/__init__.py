@@ -54,7 +54,8 @@ def run(main: Callable[[], int | None], prog: str) -> int:
     A closed stdout pipe (the reader, e.g. ``head``, has what it wanted) is a quiet exit 141."""
     try:
         code = int(main() or 0)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except DatasetError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
