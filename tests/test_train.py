@@ -294,3 +294,15 @@ def test_unusable_training_data_is_one_line(tiny_generated, tmp_path):
     r = run_cli("train", phys, "--inputs", "cameras", "--out", tmp_path / "x.pt", *FEW, check=2)
     assert "has no camera (physics only?)" in r.stderr and str(phys) in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.pt").exists()
+
+
+def test_checkpoint_inside_the_dataset_and_bad_flags_are_one_line(tiny_generated, tmp_path):
+    """The checkpoint never lands inside the dataset it learns from (the source stays untouched); a bad
+    flag value is one line, no usage block."""
+    data = tiny_generated["path"]
+    before = sorted(p.name for p in data.rglob("*"))
+    r = run_cli("train", data, "--inputs", "state", "--out", data / "bc.pt", *FEW, check=2)
+    assert len(r.stderr.strip().splitlines()) == 1 and "bc.pt" in r.stderr, r.stderr
+    assert sorted(p.name for p in data.rglob("*")) == before
+    r = run_cli("train", data, "--inputs", "state", "--out", tmp_path / "x.pt", "--steps", "many", check=2)
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "--steps" in r.stderr, r.stderr

@@ -17,11 +17,11 @@ import argparse
 import json
 import sys
 
-from . import run
+from . import Parser, check_output, run
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dataset-train", description=__doc__,
+    p = Parser(prog="dataset-train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="OpenArm dataset of demonstrations (episodes with success: true)")
     p.add_argument("--inputs", choices=["state", "cameras"], required=True,
@@ -66,13 +66,19 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from ..bc import TrainConfig, train
 
+        # the checkpoint (and OUT.resume) never lands inside the dataset it learns from
+        check_output(args.out, [args.dataset], folder=False)
         cfg = TrainConfig(dataset=args.dataset, inputs=args.inputs, out=args.out, cameras=args.cameras,
                           curve=args.curve, episodes=args.episodes, hz=args.hz, horizon=args.horizon,
                           execute=args.execute, max_step=args.max_step, ensemble=args.ensemble, hidden=args.hidden,
                           steps=args.steps, batch=args.batch, lr=args.lr, shift=args.shift, val=args.val,
                           seed=args.seed, threads=args.threads, arch=args.arch, keypoints=args.keypoints,
                           conv_width=args.conv_width, aux=args.aux, checkpoint_every=args.checkpoint_every)
-        res = train(cfg, progress=not (args.quiet or args.json))
+        quiet = args.quiet or args.json
+        # a bar on a terminal; off it, one line per logging interval (1/50 of the run), no carriage returns
+        tty = sys.stderr.isatty()
+        res = train(cfg, progress=not quiet and tty,
+                    log=None if quiet or tty else (lambda line: print(line, file=sys.stderr, flush=True)))
         d = res.as_dict()
         if args.json:
             print(json.dumps(d))
