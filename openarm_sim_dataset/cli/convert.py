@@ -1,4 +1,4 @@
-"""dataset-convert IN OUT --format openarm|lerobot_v2.1|lerobot_v3.0|gr00t|rrd: write a converted copy of a dataset."""
+"""dataset-convert IN OUT --format openarm|lerobot_v2.1|lerobot_v3.0|gr00t|rrd|robot_eval_logger: a converted copy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 from . import Parser, check_output, run
 
-FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd")
+FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd", "robot_eval_logger")
 STATES = ("qpos", "pose", "rot6d")
 
 
@@ -17,7 +17,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0); IN is never modified. OUT must not exist: "
                "it is built in a temporary folder and renamed into place. LeRobot formats need PyAV "
                "(pip install 'openarm-sim-dataset[lerobot]'); rrd (one Rerun recording file OUT.rrd) needs rerun-sdk "
-               "(pip install 'openarm-sim-dataset[rerun]').")
+               "(pip install 'openarm-sim-dataset[rerun]'); robot_eval_logger (OUT/<eval_id>/metadata.json + "
+               "traj_<i>.pkl, the LocalStorage layout of robot-eval-logger 0.0.1) needs that package "
+               "(pip install 'openarm-sim-dataset[robot_eval_logger]').")
     p.add_argument("input", help="input dataset folder")
     p.add_argument("output", help="output folder (must not exist)")
     p.add_argument("--format", choices=FORMATS, default="openarm", help="output format (default openarm = 0.4.0)")
@@ -30,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-knocked", action="store_true",
                    help="drop lucky successes (knocked_over: true: an object ended on another face, or a toppled "
                         "stack was rebuilt by chance); training on them teaches knocking objects over")
+    p.add_argument("--step-hz", type=float, default=None, metavar="HZ",
+                   help="robot_eval_logger: one trajectory step per 1/HZ s, each stream and camera giving its latest "
+                        "sample (default: a rollout's evaluation.control_hz, the policy's steps; else the fastest "
+                        "camera's rate)")
     p.add_argument("--fps", type=int, default=30, help="LeRobot: frame rate of the causal resampling (default 30)")
     p.add_argument("--state", choices=STATES, default="qpos",
                    help="LeRobot: arm state representation: joint positions (qpos), end-effector pose "
@@ -54,10 +60,16 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.format in ("openarm", "rrd") and (args.state != "qpos" or args.arm_dynamics):
-        parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm and rrd keep the recorded data)")
-    if args.format in ("openarm", "rrd") and (args.smoothing_cutoff is not None or args.train_split != 1.0):
+    recorded_values = ("openarm", "rrd", "robot_eval_logger")
+    if args.format in recorded_values and (args.state != "qpos" or args.arm_dynamics):
+        parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm, rrd and robot_eval_logger "
+                     "keep the recorded data)")
+    if args.format in recorded_values and (args.smoothing_cutoff is not None or args.train_split != 1.0):
         parser.error("--smoothing-cutoff and --train-split apply to the LeRobot formats only")
+    if args.step_hz is not None and args.format != "robot_eval_logger":
+        parser.error("--step-hz applies to --format robot_eval_logger only")
+    if args.step_hz is not None and not 0 < args.step_hz < float("inf"):
+        parser.error(f"--step-hz must be a positive number, not {args.step_hz:g}")
     if not 0.0 <= args.train_split <= 1.0:
         parser.error(f"--train-split must be between 0 and 1, not {args.train_split}")
 
@@ -74,6 +86,12 @@ def main(argv: list[str] | None = None) -> int:
             chosen = select_episodes(ds, valid_only=args.valid_only, success_only=args.success_only,
                                      exclude_knocked=args.exclude_knocked)
             summary = to_rrd(ds, args.output, quiet=args.quiet, episodes=chosen)
+        elif args.format == "robot_eval_logger":
+            from ..convert.robot_eval_logger import to_robot_eval_logger
+
+            summary = to_robot_eval_logger(ds, args.output, step_hz=args.step_hz, valid_only=args.valid_only,
+                                           success_only=args.success_only, exclude_knocked=args.exclude_knocked,
+                                           quiet=args.quiet)
         elif args.format == "openarm":
             from ..convert.openarm import to_openarm
 

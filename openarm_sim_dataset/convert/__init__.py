@@ -1,7 +1,8 @@
 """Converters: take a :class:`~openarm_sim_dataset.dataset.Dataset`, write a new dataset elsewhere.
 
 ``openarm`` (any layout -> 0.4.0), ``lerobot_v21`` / ``lerobot_v30`` / gr00t (LeRobot layouts with
-H.264 video from :mod:`.video`), ``rrd`` (one Rerun recording, :mod:`.rerun`). The Dataset does not import them. Episode selection by the
+H.264 video from :mod:`.video`), ``rrd`` (one Rerun recording, :mod:`.rerun`), ``robot_eval_logger``
+(robot-eval-logger 0.0.1's LocalStorage, :mod:`.robot_eval_logger`). The Dataset does not import them. Episode selection by the
 validator's ``valid`` flags and by ``success`` is shared here.
 """
 
@@ -16,7 +17,7 @@ from ..dataset import Dataset
 from ..errors import DatasetError
 from ..metadata import Metadata
 
-FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd")
+FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd", "robot_eval_logger")
 
 
 def select_episodes(ds: Dataset, valid_only: bool = False, success_only: bool = False,
@@ -95,7 +96,8 @@ def _fill_frequencies(ds: Dataset, meta: Metadata) -> None:
 def write_format(ds: Dataset, out, format: str, camera_format: str = "dir", **options):
     """``Dataset.write(out, format=...)`` of openarm_dataset: ``lerobot_v2.1``, ``lerobot_v3.0``, ``gr00t``
     (``options``: :class:`~.lerobot.LeRobotOptions` fields, plus openarm_dataset's ``smoothing_cutoff``,
-    ``train_split``, ``success_only``, ``state``) or ``rrd``. Returns the output path."""
+    ``train_split``, ``success_only``, ``state``), ``rrd`` or ``robot_eval_logger`` (``options``: ``step_hz``,
+    ``valid_only``, ``success_only``, ``exclude_knocked``). Returns the output path."""
     from pathlib import Path
 
     if format in ("lerobot_v2.1", "lerobot_v3.0", "gr00t"):
@@ -112,6 +114,10 @@ def write_format(ds: Dataset, out, format: str, camera_format: str = "dir", **op
         from .rerun import to_rrd
 
         to_rrd(ds, out, quiet=True, **options)
+    elif format == "robot_eval_logger":
+        from .robot_eval_logger import to_robot_eval_logger
+
+        to_robot_eval_logger(ds, out, **options)
     elif format == "openarm":
         from .openarm import to_openarm
 
