@@ -31,7 +31,7 @@ fi
 # holds more, e.g. the test extra when the quick start asks for viz, is used as it is)
 _env_extra="${ENV_EXTRA:-test}"
 case "$_env_extra" in
-  test) _env_mods="'openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch', 'gymnasium', 'dora'" ;;
+  test) _env_mods="'openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch', 'gymnasium', 'dora', 'robot_eval_logger'" ;;
   viz) _env_mods="'openarm_sim_dataset', 'matplotlib'" ;;
   *) echo "tools/env.sh: ENV_EXTRA must be test or viz, not '$_env_extra'" >&2; return 1 2>/dev/null || exit 1 ;;
 esac
@@ -39,6 +39,9 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as 
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$_env_extra]"
+  # robot-eval-logger 0.0.1 pins numpy<2 (rerun-sdk needs numpy>=2): without its dependencies, for
+  # tests/test_convert_robot_eval_logger.py (the export needs only its data classes)
+  [ "$_env_extra" != test ] || .venv/bin/python -m pip install -q --no-deps robot-eval-logger==0.0.1
 fi
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
