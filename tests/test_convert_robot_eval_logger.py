@@ -25,7 +25,7 @@ if importlib.util.find_spec("robot_eval_logger") is None:
                 allow_module_level=True)
 
 from openarm_sim_dataset.convert.robot_eval_logger import (  # noqa: E402
-    load_trajectory, logger_types, package_importable)
+    default_step_hz, load_trajectory, logger_types, package_importable)
 
 #: the tiny evaluation of tests/test_evaluate.py: one 32x24 camera at 2.5 Hz, 1 s episodes
 TINY_EVAL = ["--size", "32x24", "--cameras", "head", "--camera-hz", "2.5", "--max-time", "1", "--quiet", "--seed", "10"]
@@ -211,6 +211,24 @@ def test_recorded_streams_are_sampled_causally_and_the_time_is_the_first_stamp(t
     convert(src, tmp_path / "s", "--success-only")
     _, trajs, _ = read_export(tmp_path / "s")
     assert [t.episode_id for t in trajs] == ["1"]
+
+
+def test_a_rollouts_steps_are_its_policy_steps_at_most_one_per_frame(tmp_path):
+    """The default step rate: a rollout's evaluation.control_hz, capped at the fastest camera's rate (the
+    scripted policy acts at every physics step, 500 Hz); the camera rate for any other dataset."""
+    import yaml
+
+    src = write_synthetic(tmp_path / "src", episodes=1, seconds=0.5, camera_hz=10, size=(32, 24))
+    assert default_step_hz(Dataset(src)) == 10.0
+    doc = yaml.safe_load((src / "metadata.yaml").read_text())
+    doc["operation_type"] = "rollout"
+    for control_hz, want in ((5.0, 5.0), (500.0, 10.0)):
+        doc["evaluation"] = {"policy": "p", "control_hz": control_hz}
+        (src / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        assert default_step_hz(Dataset(src)) == want
+    convert(src, tmp_path / "out")
+    _, (traj,), _ = read_export(tmp_path / "out")
+    assert traj.step_hz == 10.0 and traj.episode_length == 5  # 10 Hz frames at 0..0.4 s, one step each
 
 
 # ------------------------------------------------------------------ bad input

@@ -34,8 +34,8 @@ def _parser() -> argparse.ArgumentParser:
                         "stack was rebuilt by chance); training on them teaches knocking objects over")
     p.add_argument("--step-hz", type=float, default=None, metavar="HZ",
                    help="robot_eval_logger: one trajectory step per 1/HZ s, each stream and camera giving its latest "
-                        "sample (default: a rollout's evaluation.control_hz, the policy's steps; else the fastest "
-                        "camera's rate)")
+                        "sample (default: a rollout's evaluation.control_hz, the policy's steps, at most the fastest "
+                        "camera's rate; else the fastest camera's rate)")
     p.add_argument("--fps", type=int, default=30, help="LeRobot: frame rate of the causal resampling (default 30)")
     p.add_argument("--state", choices=STATES, default="qpos",
                    help="LeRobot: arm state representation: joint positions (qpos), end-effector pose "

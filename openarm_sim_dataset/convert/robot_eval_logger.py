@@ -17,8 +17,8 @@ The mapping (``docs/format.md``, "Export to robot-eval-logger"):
   joints and a one-DoF parallel gripper (WidowX: 6 joints). ``robot_name`` says what it really is
   (``equipment.id`` and the arms, e.g. ``OpenArm-MuJoCo (OpenArm 2.0: right, left)``).
 * One trajectory step per point of a grid at ``step_hz`` (default: a rollout's
-  ``evaluation.control_hz``, the policy's steps; else the fastest camera's rate, else the fastest
-  stream's) over the common range of every stream and camera, both ends included (a rollout's last
+  ``evaluation.control_hz``, the policy's steps, at most the fastest camera's rate; else the fastest
+  camera's rate, else the fastest stream's) over the common range of every stream and camera, both ends included (a rollout's last
   policy step has a frame); each stream and camera gives its latest sample at or before the step
   (causal, :func:`openarm_sim_dataset.sampler.align`), values unchanged (float32, decoded RGB).
 * ``obs``: ``{camera: uint8 (T, H, W, 3)}``; ``action``/``proprio``/``velocity``/``effort``: lists of
@@ -159,15 +159,17 @@ def step_grid(start_ns: int, end_ns: int, hz: float) -> np.ndarray:
 
 
 def default_step_hz(ds: Dataset, meta=None) -> float:
-    """A rollout's ``evaluation.control_hz``; else the fastest declared camera rate; else the fastest
-    declared stream rate (``meta``: the metadata with measured rates filled in for old layouts)."""
+    """A rollout's ``evaluation.control_hz`` (one step per policy step), at most the fastest declared
+    camera rate (the scripted policy acts at every physics step: no more steps than frames); else the
+    fastest camera rate; else the fastest declared stream rate (``meta``: the metadata with measured
+    rates filled in for old layouts)."""
     meta = meta or metadata_0_4_0(ds)
     evaluation = meta.data.get("evaluation") or {}
     hz = evaluation.get("control_hz") if isinstance(evaluation, dict) else None
-    if meta.operation_type == "rollout" and _positive(hz):
-        return float(hz)
     freqs = meta.frequencies
     cams = [float(v) for v in (freqs.cameras or {}).values() if _positive(v)]
+    if meta.operation_type == "rollout" and _positive(hz):
+        return min(float(hz), max(cams)) if cams else float(hz)
     if cams:
         return max(cams)
     rates = []
