@@ -7,8 +7,8 @@
 Written by the logger's own classes (``MetaData.save``, ``TrajData.save``), so the pickles hold only
 ``robot_eval_logger.typing.traj_data.TrajData``, numpy arrays and built-in types, never a class of this
 package. The two modules that define them are loaded from the installed package's files without its
-``__init__``, which imports wandb, ``huggingface_hub.HfFolder`` (gone since huggingface_hub 1.0) and
-cv2 (not declared), none of which the stored data needs.
+``__init__``, which imports wandb, ``huggingface_hub.HfFolder`` (gone since huggingface_hub 1.0), cv2
+and ml_collections (not declared), none of which the stored data needs.
 
 The mapping (``docs/format.md``, "Export to robot-eval-logger"):
 
@@ -70,11 +70,12 @@ _MODULES = (("robot_eval_logger.typing.eval_metadata", "typing/eval_metadata.py"
 
 
 def logger_types() -> dict:
-    """The logger's data classes ``MetaData``, ``EvalID``, ``TimeStamp``, ``RobotType``, ``TrajData``,
-    from the installed robot-eval-logger 0.0.1: its two typing modules, loaded from their files and
-    registered under their own names (``robot_eval_logger.typing.traj_data``), so that pickles name
-    the class as the logger's loader finds it. ImportError (one line naming the pip install) when it
-    is missing or another version."""
+    """The logger's data classes ``MetaData``, ``EvalID``, ``TimeStamp``, ``RobotType``, ``TrajData``
+    (and ``root``, the installed package's folder), from the installed robot-eval-logger 0.0.1: the
+    imported package's when it is imported, else its two typing modules loaded from their files (kept
+    here, out of ``sys.modules``; :func:`package_importable` lends them under their own names while a
+    pickle is written or read). ImportError (one line naming the pip install) when it is missing or
+    another version."""
     from importlib import metadata
 
     try:
@@ -88,51 +89,64 @@ def logger_types() -> dict:
         raise ImportError(f"robot_eval_logger export writes the layout of {PACKAGE} {VERSION}, "
                           f"{version} is installed: {INSTALL}")
     root = Path(list(spec.submodule_search_locations)[0])
-    with _LOCK:
-        mods = {}
-        for name, rel in _MODULES:
-            mod = sys.modules.get(name)
-            if mod is None:
-                if not (root / rel).is_file():
-                    raise ImportError(f"{root / rel}: missing from the installed {PACKAGE}: {INSTALL}")
-                file_spec = importlib.util.spec_from_file_location(name, root / rel)
-                mod = importlib.util.module_from_spec(file_spec)
-                sys.modules[name] = mod
-                try:
-                    file_spec.loader.exec_module(mod)
-                except BaseException:
-                    sys.modules.pop(name, None)
-                    raise
-            mods[name] = mod
-    meta, traj = (mods[name] for name, _ in _MODULES)
+    meta, traj = _data_modules(root)
     return {"MetaData": meta.MetaData, "EvalID": meta.EvalID, "TimeStamp": meta.TimeStamp,
             "RobotType": meta.RobotType, "TrajData": traj.TrajData, "root": root}
 
 
 _LOCK = threading.RLock()
+#: the logger's typing modules loaded from their files, by module name (never left in sys.modules)
+_LOADED: dict = {}
+
+
+def _data_modules(root: Path) -> list:
+    """The modules ``robot_eval_logger.typing.eval_metadata`` and ``.traj_data``: those in sys.modules
+    (the package imported the normal way), else loaded once from the installed files."""
+    mods = []
+    with _LOCK:
+        for name, rel in _MODULES:
+            mod = sys.modules.get(name) or _LOADED.get(name)
+            if mod is None:
+                if not (root / rel).is_file():
+                    raise ImportError(f"{root / rel}: missing from the installed {PACKAGE}: {INSTALL}")
+                file_spec = importlib.util.spec_from_file_location(name, root / rel)
+                mod = importlib.util.module_from_spec(file_spec)
+                sys.modules[name] = mod  # while it runs, as an import would (dataclasses looks it up)
+                try:
+                    file_spec.loader.exec_module(mod)
+                finally:
+                    sys.modules.pop(name, None)
+                _LOADED[name] = mod
+            mods.append(mod)
+    return mods
 
 
 @contextmanager
 def package_importable(root: Path):
-    """While pickling or unpickling a TrajData: ``robot_eval_logger`` and ``robot_eval_logger.typing``
-    importable without running their ``__init__`` (pickle imports the class's package; the logger's
-    ``__init__`` imports wandb, ``huggingface_hub.HfFolder``, which huggingface_hub 1.0 removed, and
-    the undeclared cv2). Packages already imported are left as they are; the placeholders (real
-    package objects of the installed folders, not executed) are removed afterwards."""
+    """While pickling or unpickling a TrajData: ``robot_eval_logger.typing.traj_data`` (and
+    ``eval_metadata``) importable under their names, with their packages, without running the
+    packages' ``__init__`` (pickle imports the class's package; the logger's ``__init__`` imports
+    wandb, ``huggingface_hub.HfFolder``, which huggingface_hub 1.0 removed, and the undeclared cv2 and
+    ml_collections). What is already imported is left as it is; what this lends (package objects of
+    the installed folders, not executed, and the modules :func:`logger_types` loaded) is removed
+    afterwards."""
     added = []
     with _LOCK:
         try:
             for name, folder in (("robot_eval_logger", root), ("robot_eval_logger.typing", root / "typing")):
-                if name in sys.modules:
-                    continue
-                spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
-                                                              submodule_search_locations=[str(folder)])
-                sys.modules[name] = importlib.util.module_from_spec(spec)
-                added.append((name, sys.modules[name]))
+                if name not in sys.modules:
+                    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                                  submodule_search_locations=[str(folder)])
+                    sys.modules[name] = importlib.util.module_from_spec(spec)
+                    added.append((name, sys.modules[name]))
+            for name, _rel in _MODULES:
+                if name not in sys.modules and name in _LOADED:
+                    sys.modules[name] = _LOADED[name]
+                    added.append((name, _LOADED[name]))
             yield
         finally:
-            for name, shell in added:
-                if sys.modules.get(name) is shell:
+            for name, mod in added:
+                if sys.modules.get(name) is mod:
                     del sys.modules[name]
 
 
