@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, run_cli, tree_hashes
+from conftest import REPO, fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
@@ -229,6 +229,24 @@ def test_a_rollouts_steps_are_its_policy_steps_at_most_one_per_frame(tmp_path):
     convert(src, tmp_path / "out")
     _, (traj,), _ = read_export(tmp_path / "out")
     assert traj.step_hz == 10.0 and traj.episode_length == 5  # 10 Hz frames at 0..0.4 s, one step each
+
+
+def test_an_old_layout_with_the_lifter(tmp_path):
+    """A 0.3.0 recording with the OpenArmCellLifter: its elevation follows the arms in action and proprio
+    (17 values, named), and is in neither velocity nor effort (it has none)."""
+    src = fixture_path("own", "dataset_0.3.0")
+    convert(src, tmp_path / "out")
+    ds = Dataset(src)
+    _, trajs, seen = read_export(tmp_path / "out")
+    assert seen <= ALLOWED_GLOBALS and len(trajs) == ds.num_episodes
+    for entry, traj in zip(ds.episodes, trajs):
+        assert traj.action_names[-1] == traj.proprio_names[-1] == "lifter_elevation"
+        assert traj.action[0].shape == traj.proprio[0].shape == (17,) and traj.velocity[0].shape == (16,)
+        for kind, field in (("obs", "proprio"), ("action", "action")):
+            lifter = ds.streams(entry, kind)["lifter/elevation"]
+            got = [row[-1] for row in getattr(traj, field)]
+            want = [lifter.values[latest_at_or_before(lifter.timestamps, t), 0] for t in traj.timestamps_ns.tolist()]
+            np.testing.assert_array_equal(got, want)
 
 
 # ------------------------------------------------------------------ bad input

@@ -205,6 +205,8 @@ def _vectors(ds: Dataset, streams: dict, attr: str, grid: np.ndarray) -> tuple[l
     parts, names = [], []
     for emb in ds.meta.embodiments:
         comps = emb.components or (None,)
+        if emb.id != layout.EMBODIMENT_OPENARM and attr != "qpos":
+            continue  # the lifter stores its elevation only: a position, no velocity or effort
         want = attr if emb.id == layout.EMBODIMENT_OPENARM else "elevation"
         for comp in comps:
             key = f"{emb.name}/{comp}/{want}" if comp else f"{emb.name}/{want}"
@@ -226,17 +228,17 @@ def episode_fields(ds: Dataset, entry: dict, hz: float, prompts: list[str]) -> d
     ep_id = ds.episode_id(entry)
     groups = {kind: ds.streams(entry, kind) for kind in layout.KINDS}
     cameras = ds.load_cameras(entry)
-    stamps = [s.timestamps for g in groups.values() for s in g.values()]
+    for g in groups.values():
+        for key, s in g.items():
+            if len(s.timestamps) and not sampler.is_strictly_increasing(s.timestamps):
+                raise StreamError(s.path, f"{key} timestamps are not strictly increasing")
     for name, cam in cameras.items():
         if cam.num_frames == 0:
             raise DatasetError(cam.path, f"camera {name} has no frames")
-        stamps.append(cam.timestamps)
-    stamps = [a for a in stamps if len(a)]
+    stamps = [s.timestamps for g in groups.values() for s in g.values() if len(s.timestamps)]
+    stamps += [cam.timestamps for cam in cameras.values()]
     if not stamps:
         raise StreamError(ds.episode_path(entry), "episode has no streams and no cameras")
-    for a in stamps:
-        if not sampler.is_strictly_increasing(a):
-            raise StreamError(ds.episode_path(entry), "timestamps are not strictly increasing")
     start, end = sampler.common_range(stamps)
     grid = step_grid(start, end, hz)
     action, action_names = _vectors(ds, groups["action"], "qpos", grid)
