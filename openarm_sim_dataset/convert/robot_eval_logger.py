@@ -18,13 +18,14 @@ The mapping (``docs/format.md``, "Export to robot-eval-logger"):
   (``equipment.id`` and the arms, e.g. ``OpenArm-MuJoCo (OpenArm 2.0: right, left)``).
 * One trajectory step per point of a grid at ``step_hz`` (default: a rollout's
   ``evaluation.control_hz``, the policy's steps, at most the fastest camera's rate; else the fastest
-  camera's rate, else the fastest stream's) over the common range of every stream and camera, both ends included (a rollout's last
-  policy step has a frame); each stream and camera gives its latest sample at or before the step
-  (causal, :func:`openarm_sim_dataset.sampler.align`), values unchanged (float32, decoded RGB).
+  camera's rate, else the fastest stream's) over the common range of every stream and camera, both
+  ends included (a rollout's last policy step has a frame); each stream and camera gives its latest
+  sample at or before the step (causal, :func:`openarm_sim_dataset.sampler.align`), values unchanged
+  (float32, decoded RGB).
 * ``obs``: ``{camera: uint8 (T, H, W, 3)}``; ``action``/``proprio``/``velocity``/``effort``: lists of
   T float32 vectors, the arms' ``qpos`` (action: the commanded target) / obs ``qpos`` / ``qvel`` /
   ``qtorque`` concatenated in the embodiment's order (right then left, 8 each: joint1..7, gripper; the
-  lifter's elevation after them), names in ``action_names`` / ``proprio_names``.
+  lifter's elevation after them in action and proprio), names in ``action_names`` / ``proprio_names``.
 * ``language_command``: the task's prompt; ``success``: the entry's (None when it has none);
   ``episode_length``: T; ``eval_duration``: the episode's span in seconds (last stamp - first stamp of
   all its streams and cameras; simulated time for generated data).
