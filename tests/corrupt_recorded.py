@@ -36,6 +36,61 @@ FAULTS = {
 }
 
 
+#: camera faults (issue 26 items 1-3) -> the check that must fail on them (simulated data; recorded: see
+#: CAMERA_FAULTS_RECORDED); each concerns episode 0's head camera unless said otherwise
+CAMERA_FAULTS = {
+    "camera_stops_early": "camera_coverage",  # the last 60 % of its frames removed
+    "camera_starts_late": "camera_coverage",  # its first 4 frames removed (a warn on recorded data)
+    "foreign_frame": "camera_continuity",  # one frame replaced by the wrist_right camera's frame
+    "mirrored_frame": "camera_continuity",  # one frame mirrored left-right by some tool, re-encoded
+    "frame_out_of_place": "camera_continuity",  # two frames of wrist_right 1 s apart exchanged
+    "pictures_early": "camera_joint_timing",  # frame i shows frame i+N's picture (N frames = 1.4 s)
+    "pictures_late": "camera_joint_timing",  # frame i shows frame i-N's picture (recorded: a latency, warn)
+    # (both rolled: the N frames that fall off one end come back at the other, so no frame is held still)
+}
+#: the verdict each camera fault gets on recorded data (no sidecar): 4 missing first frames are within the
+#: dropped-sample budget (a warn); pictures 1.4 s late are a camera latency, allowed up to 0.3 s and a warn
+#: beyond it where the lead is clear: on the 34 frames of a 5 Hz episode it is not (the lag is reported)
+CAMERA_FAULTS_RECORDED = {f: "fail" for f in CAMERA_FAULTS} | {"camera_starts_late": "warn", "pictures_late": "pass"}
+#: the frame the one-frame continuity faults concern (the arm moves there in episode 0 of seed 10)
+ODD_FRAME = 14
+
+
+def _camera_frames(cam_dir: Path) -> list[Path]:
+    return sorted(cam_dir.iterdir(), key=lambda p: int(p.stem))
+
+
+def _plant_camera(eps: Path, fault: str, hz: float) -> None:
+    head = _camera_frames(eps / "0/cameras/head")
+    k = ODD_FRAME
+    if fault == "camera_stops_early":
+        for f in head[int(len(head) * 0.4):]:
+            f.unlink()
+    elif fault == "camera_starts_late":
+        for f in head[:4]:
+            f.unlink()
+    elif fault == "foreign_frame":
+        head[k].write_bytes(_camera_frames(eps / "0/cameras/wrist_right")[k].read_bytes())
+    elif fault == "mirrored_frame":
+        with Image.open(head[k]) as im:
+            out = io.BytesIO()
+            im.convert("RGB").transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(out, "JPEG", quality=90)
+        head[k].write_bytes(out.getvalue())
+    elif fault == "frame_out_of_place":
+        wrist = _camera_frames(eps / "0/cameras/wrist_right")  # the acting arm's camera: its view moves
+        j = k + max(int(round(hz)), 2)
+        a, b = wrist[k].read_bytes(), wrist[j].read_bytes()
+        wrist[k].write_bytes(b)
+        wrist[j].write_bytes(a)
+    elif fault in ("pictures_early", "pictures_late"):
+        n = max(int(round(1.4 * hz)), 1)
+        data = [f.read_bytes() for f in head]
+        for i, f in enumerate(head):
+            f.write_bytes(data[(i + n if fault == "pictures_early" else i - n) % len(head)])  # one cut, no held frame
+    else:
+        raise ValueError(f"unknown fault {fault!r}")
+
+
 def reseal(root: Path) -> None:
     """Rewrite every episode's manifest from its files as they are now."""
     for ep_dir in sorted((root / "episodes").iterdir()):
@@ -135,6 +190,9 @@ def plant(src: Path, dst: Path, fault: str) -> str:
     elif fault == "jpeg_resized":
         _reencode(eps / "1/cameras/head", quality=90, scale=0.5)
         ep = "1"
+    elif fault in CAMERA_FAULTS:
+        hz = yaml.safe_load((dst / "metadata.yaml").read_text())["frequencies"]["cameras"]["head"]
+        _plant_camera(eps, fault, float(hz))
     else:
         raise ValueError(f"unknown fault {fault!r}")
     reseal(dst)

@@ -103,7 +103,8 @@ def test_every_check_has_a_fault():
     covered_elsewhere = {"episode_folders", "nulls", "timestamps", "jpeg_frames", "sim_provenance", "sim_geometry",
                          "sim_wrist_projection", "sim_streams_agree", "sim_regenerate",  # test_validate.py
                          "integrity", "camera_frozen", "sim_render",  # test_validate.py, test_integrity.py
-                         "sim_identity", "sim_sidecar_agrees", "sim_labels"}  # test_validate.py (MEANING_FAULTS)
+                         "sim_identity", "sim_sidecar_agrees", "sim_labels",  # test_validate.py (MEANING_FAULTS)
+                         "camera_coverage", "camera_continuity", "camera_joint_timing"}  # test_camera_content.py
     names = {n for n, _ in FORM_CHECKS + CAMERA_CHECKS + SIM_CHECKS}
     assert names == set(FAULTS) | covered_elsewhere
 

@@ -84,6 +84,28 @@ _HELP = {
                             "an unchanged run that makes it a frozen camera (measured: still views of clean data <= 0.0007, "
                             "the moving wrist view of a frozen camera > 0.5)",
     "frozen_depth_m": "m: depth change of a sidecar pixel that counts as a change of the camera's view",
+    "coverage_periods": "camera periods: camera_coverage, a camera's first/last frame at most this far inside the "
+                        "state streams' common span (beyond: frames not recorded, judged by the dropped-sample "
+                        "budget on recorded data, a failure on simulated); measured: generated <= 0.75, "
+                        "tools/record_demo.py 1.47, our recorded fixtures 0.89",
+    "continuity_ratio": "camera_continuity: a frame farther from its nearer neighbour than this many times the "
+                        "neighbours' distance to each other does not belong between them (16x12 grey thumbnails); "
+                        "measured: clean <= 1.17, planted faults 3.7-74",
+    "continuity_floor": "grey levels: camera_continuity divides by at least this (still scenes)",
+    "continuity_min_grey": "grey levels: camera_continuity judges frames more than this far from both neighbours",
+    "camera_max_lag_seconds": "s: camera_joint_timing searches lags of image motion against joint motion up to this "
+                              "(both ways)",
+    "camera_lag_step_seconds": "s: camera_joint_timing lag resolution (at most half a camera period)",
+    "timing_min_frames": "camera_joint_timing: cameras with fewer frames are not judged",
+    "timing_min_corr": "camera_joint_timing: a best rank correlation below this is not measurable (counted)",
+    "timing_margin": "camera_joint_timing: a lag outside the allowed ones correlating better than every allowed lag "
+                     "by more than max(this, 1/sqrt(frames)) fails (simulated; recorded: a lead fails, a latency "
+                     "warns); measured: clean, the best other lag at most +0.06 above the allowed ones (2.5 Hz, 29 "
+                     "frames: needs 0.19); pictures shifted 1.4 s +0.19..+0.47; found from a shift of 3 periods",
+    "camera_lag_tolerance_periods": "camera periods: camera_joint_timing allows lags within +- this (simulated) "
+                                    "or from this lead (recorded)",
+    "camera_max_latency_seconds": "s: camera_joint_timing allows recorded pictures this late (a camera's latency); "
+                                  "measured lags: generated -0.04..+0.10 s, tools/record_demo.py -0.02 s",
     "render_psnr_db": "dB: sim_render on another GL renderer than the recorded one (approximate): lowest PSNR "
                       "of a re-rendered frame against the stored JPEG",
     "sim_render_stride": "sim_render re-renders every K-th camera frame (1: every frame)",

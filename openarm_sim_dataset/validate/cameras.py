@@ -1,10 +1,12 @@
-"""Camera streams of any dataset (recorded or simulated): frozen (stale) cameras (their timing,
-``camera_rate``, is in :mod:`.timing`).
+"""Camera streams of any dataset (recorded or simulated): frozen (stale) cameras, frames that do not
+belong between their neighbours, and pictures that do not move with the joints in time (their timing
+against the state streams, ``camera_rate`` and ``camera_coverage``, is in :mod:`.timing`).
 
 Every frame is read and decoded once per run by :func:`scan` (shared with the ``jpeg_frames`` form
-check): its size or decoding error, whether its bytes equal the previous frame's, and the mean
-absolute difference to the previous frame in grey levels (on every other row and column: a frozen
-image differs by ~0, a live one by the sensor noise or the motion it sees).
+check): its size or decoding error, whether its bytes equal the previous frame's, the mean absolute
+difference to the previous frame in grey levels (on every other row and column: a frozen image differs
+by ~0, a live one by the sensor noise or the motion it sees), and a 16x12 grey thumbnail (block means
+of the luma: what the continuity check compares, the same for any image size, little JPEG noise).
 
 A camera is *frozen* when consecutive frames stay the same image (byte-identical, or differing by
 less than ``frozen_noise_floor``) for at least ``frozen_seconds`` while something it could see moved.
@@ -21,6 +23,30 @@ What it could see:
 
 With nothing moving in view, an unchanging image is what a working camera shows. The default of one
 second follows a teleop recorder that discards an episode whose camera stays stale that long.
+
+``camera_continuity`` (no sidecar needed): each inner frame's thumbnail against its two neighbours'.
+A frame more than ``continuity_min_grey`` grey levels from both neighbours, and farther from the
+nearer one than ``continuity_ratio`` times the neighbours' distance to each other (at least
+``continuity_floor``), does not belong between them: another camera's picture, an image a tool
+transformed (mirrored, recoloured), a frame out of place. Motion adds up, so a frame of a moving scene
+is at most about as far from each neighbour as they are from each other (clean data: ratio <= 1.17).
+The first and last frames have one neighbour and are not judged.
+
+``camera_joint_timing`` (no sidecar needed), the visual twin of ``action_follows_obs``: per camera,
+the image motion between consecutive frames (the scan's mean |difference| per second) against the
+motion of the joints it sees over the same interval (sum of |dq| of joints 1-7 of its own arm for
+``wrist_<side>``, of every arm for a fixed camera, per second), moved back by lags up to
+``camera_max_lag_seconds``; rank (Spearman) correlation, as image motion saturates where the arm moves
+fast. The best lag is reported per camera (a positive lag: the pictures show the motion that much
+later, a latency). A camera fails when a lag outside the allowed ones correlates better than every
+allowed lag by more than ``max(timing_margin, 1/sqrt(frames))`` (the standard error of a correlation
+of that many samples) and at least ``timing_min_corr``: allowed are +- ``camera_lag_tolerance_periods``
+camera periods in simulated data (rendered at the stored state: exact) and, in recorded data, from
+that lead up to ``camera_max_latency_seconds`` of latency (a later clear lag is a ``warn``: a slow
+camera, usable; a lead, pictures before the motion, fails). Cameras with fewer than
+``timing_min_frames`` frames, spans shorter than twice the lag range plus a second, joints that did
+not move (``follow_motion``), or a best correlation below ``timing_min_corr`` (e.g. a camera whose
+pictures are noise) are counted and not judged.
 """
 
 from __future__ import annotations
@@ -49,12 +75,32 @@ class CameraScan:
     errors: list  # None or the decoding error (naming the file)
     identical: np.ndarray  # bool (n,): bytes equal to the previous frame's (False for frame 0)
     diff: np.ndarray  # float64 (n,): mean |difference| to the previous frame, grey levels; NaN: frame 0 or undecodable
+    thumbs: np.ndarray  # float32 (n, THUMB_H, THUMB_W): grey thumbnail of each frame (block means); NaN: undecodable
+
+
+#: size of the grey thumbnails the content checks compare frames on (block means: size- and noise-robust)
+THUMB_W, THUMB_H = 16, 12
+
+
+def thumbnail(img: np.ndarray) -> np.ndarray:
+    """(THUMB_H, THUMB_W) float32 grey thumbnail of an HxWx3 uint8 image: the luma's mean over equal
+    blocks (the image cropped to a multiple of the block size; an image smaller than the thumbnail
+    gives one pixel per block)."""
+    grey = img.astype(np.float32) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    h, w = grey.shape
+    bh, bw = max(h // THUMB_H, 1), max(w // THUMB_W, 1)
+    th, tw = min(THUMB_H, h // bh), min(THUMB_W, w // bw)
+    small = grey[: th * bh, : tw * bw].reshape(th, bh, tw, bw).mean(axis=(1, 3))
+    out = np.full((THUMB_H, THUMB_W), np.nan, dtype=np.float32)
+    out[:th, :tw] = small
+    return out
 
 
 def _scan_chunk(cam: Camera, i0: int, i1: int):
     shapes, errors = [], []
     identical = np.zeros(i1 - i0, dtype=bool)
     diff = np.full(i1 - i0, np.nan)
+    thumbs = np.full((i1 - i0, THUMB_H, THUMB_W), np.nan, dtype=np.float32)
     prev_bytes = prev_img = None
     for i in range(max(i0 - 1, 0), i1):
         frame = cam.get_frame(i)
@@ -66,12 +112,14 @@ def _scan_chunk(cam: Camera, i0: int, i1: int):
         if i >= i0:
             shapes.append(None if img is None else img.shape)
             errors.append(err)
+            if img is not None and img.ndim == 3 and img.size:
+                thumbs[i - i0] = thumbnail(img)
             if data is not None and prev_bytes is not None:
                 identical[i - i0] = data == prev_bytes
             if img is not None and prev_img is not None and img.shape == prev_img.shape:
                 diff[i - i0] = float(np.abs(img[::2, ::2].astype(np.int16) - prev_img[::2, ::2]).mean())
         prev_bytes, prev_img = data, img
-    return shapes, errors, identical, diff
+    return shapes, errors, identical, diff, thumbs
 
 
 def scan(ctx: Context) -> dict[tuple[str, str], CameraScan]:
@@ -86,18 +134,20 @@ def scan(ctx: Context) -> dict[tuple[str, str], CameraScan]:
                 jobs += [(ep, name, cam, i, min(i + CHUNK, cam.num_frames)) for i in range(0, cam.num_frames, CHUNK)]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         parts = list(pool.map(lambda j: _scan_chunk(j[2], j[3], j[4]), jobs))
+    grouped: dict[tuple[str, str], list] = {}
+    for (ep, name, _cam, _i0, _i1), part in zip(jobs, parts):
+        grouped.setdefault((ep, name), []).append(part)
     out: dict[tuple[str, str], CameraScan] = {}
     for ep in ctx.episodes:
         cams = ctx.cameras(ep)
         if isinstance(cams, dict):
             for name, cam in cams.items():
-                out[(ep, name)] = CameraScan(cam.timestamps, [], [], np.zeros(0, bool), np.zeros(0))
-    for (ep, name, _cam, _i0, _i1), (shapes, errors, identical, diff) in zip(jobs, parts):
-        s = out[(ep, name)]
-        s.shapes += shapes
-        s.errors += errors
-        s.identical = np.concatenate([s.identical, identical])
-        s.diff = np.concatenate([s.diff, diff])
+                chunks = grouped.get((ep, name), [])  # in frame order; concatenated once (long episodes)
+                out[(ep, name)] = CameraScan(
+                    cam.timestamps, [x for c in chunks for x in c[0]], [x for c in chunks for x in c[1]],
+                    np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, bool),
+                    np.concatenate([c[3] for c in chunks]) if chunks else np.zeros(0),
+                    np.concatenate([c[4] for c in chunks]) if chunks else np.zeros((0, THUMB_H, THUMB_W), np.float32))
     ctx.cache["camera_scan"] = out
     return out
 
@@ -221,7 +271,194 @@ def check_camera_frozen(ctx: Context) -> Outcome:
     return Outcome(not bad, detail, sorted(bad))
 
 
+# ------------------------------------------------------------------ continuity of the frames
+def thumb_distances(thumbs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(to the next frame (n-1,), to the frame after next (n-2,)): mean |difference| of consecutive
+    thumbnails and of thumbnails two apart, grey levels (NaN where a frame did not decode)."""
+    flat = thumbs.reshape(len(thumbs), -1).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(np.abs(flat[1:] - flat[:-1]), axis=1) if len(flat) > 1 else np.zeros(0), \
+            (np.nanmean(np.abs(flat[2:] - flat[:-2]), axis=1) if len(flat) > 2 else np.zeros(0))
+
+
+def continuity_scores(thumbs: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per inner frame k = 1..n-2: (score, distance). ``distance`` is its thumbnail's distance to the
+    nearer of its two neighbours; ``score`` that distance over the neighbours' distance to each other
+    (at least ``floor`` grey levels): a frame that belongs between its neighbours scores ~<= 1 (motion
+    adds up: the neighbours are as far apart as the frame is from both), a frame that does not (another
+    picture, a transformed image, a frame out of place) scores high while its neighbours agree."""
+    import warnings
+
+    d1, d2 = thumb_distances(thumbs)
+    if len(d2) == 0:
+        return np.zeros(0), np.zeros(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # undecodable frames: NaN, jpeg_frames' finding
+        near = np.fmin(d1[:-1], d1[1:])
+        score = near / np.maximum(d2, floor)
+    return score, near
+
+
+def check_camera_continuity(ctx: Context) -> Outcome:
+    """No frame that does not belong between its neighbours (module docstring)."""
+    scans = scan(ctx)
+    t = ctx.t
+    bad, findings, judged, worst, worst_where = set(), [], 0, 0.0, ""
+    for (ep, name), s in scans.items():
+        if len(s.thumbs) < 3:
+            continue
+        score, near = continuity_scores(s.thumbs, t.continuity_floor)
+        ok = np.isfinite(score)
+        judged += int(ok.sum())
+        with np.errstate(invalid="ignore"):
+            apart = ok & (near > t.continuity_min_grey)  # frames far enough from both neighbours to be judged
+            odd = np.flatnonzero(apart & (score > t.continuity_ratio)) + 1
+        if apart.any():
+            k = int(np.flatnonzero(apart)[np.argmax(score[apart])])
+            if score[k] > worst:
+                worst, worst_where = float(score[k]), f"episode {ep} camera {name} frame {k + 1}"
+        if len(odd):
+            bad.add(ep)
+            k = int(odd[0])
+            findings.append(f"episode {ep} camera {name}: frame {k} (t={int(s.timestamps[k])} ns) is "
+                            f"{near[k - 1]:.1f} grey levels from its nearer neighbour while its neighbours are "
+                            f"{near[k - 1] / score[k - 1]:.1f} apart (x{score[k - 1]:.1f})"
+                            + (f" (+{len(odd) - 1} more frames)" if len(odd) > 1 else ""))
+    if judged == 0:
+        return Outcome(True, "no camera with three or more decodable frames", skipped=True, applicable=False)
+    detail = (f"{judged} frames judged against both neighbours on {THUMB_W}x{THUMB_H} grey thumbnails: largest "
+              f"ratio {worst:.2f}" + (f" ({worst_where})" if worst_where else "") + " of a frame more than "
+              f"{t.continuity_min_grey:g} grey levels from both (fail: its distance to the nearer neighbour > "
+              f"{t.continuity_ratio:g} x the neighbours' distance to each other, at least {t.continuity_floor:g})")
+    if findings:
+        detail += f"; {len(findings)} camera(s) failed, first: {findings[0]}"
+    return Outcome(not bad, detail, sorted(bad))
+
+
+# ------------------------------------------------------------------ image motion against joint motion
+def _visible_qpos(ctx: Context, ep: str, camera: str) -> list:
+    """obs qpos streams of the joints a camera sees move: its own arm for ``wrist_<side>``, every arm
+    for any other camera."""
+    obs = ctx.streams(ep, "obs")
+    if not isinstance(obs, dict):
+        return []
+    side = camera[len("wrist_"):] if camera in ("wrist_right", "wrist_left") else None
+    keys = [f"arms/{side}/qpos"] if side else sorted(k for k in obs if k.startswith("arms/") and k.endswith("/qpos"))
+    return [obs[k] for k in keys if k in obs and len(obs[k]) > 1]
+
+
+def joint_motion(streams: list, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """Joint motion over each interval [t0[i], t1[i]] (ns): the sum over every joint of the streams of
+    |q(t1) - q(t0)| (rad, linear interpolation of the stamps; clamped at the stream's ends)."""
+    total = np.zeros(len(t0))
+    for s in streams:
+        ts = s.timestamps.astype(np.float64)
+        v = s.values[:, :7].astype(np.float64)
+        for j in range(v.shape[1]):
+            total += np.abs(np.interp(t1, ts, v[:, j]) - np.interp(t0, ts, v[:, j]))
+    return total
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    r = np.empty(len(x))
+    r[np.argsort(x, kind="stable")] = np.arange(len(x))
+    return r
+
+
+def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_s: float, step_s: float):
+    """(lags (s), correlation per lag): rank (Spearman) correlation of the image motion between consecutive
+    frames (``image_motion[k]`` between frames k and k+1) per second with the joints' motion over the same
+    interval moved back by the lag, per second (a positive lag: the pictures show the joints' motion that
+    much later, a camera's latency). Ranks: image motion saturates where the joints move fast."""
+    lags = np.arange(-max_lag_s, max_lag_s + step_s / 2, step_s)
+    a, b = ts[:-1].astype(np.float64), ts[1:].astype(np.float64)
+    dt = (b - a) / 1e9
+    ok = np.isfinite(image_motion)
+    corr = np.zeros(len(lags))
+    if ok.sum() < 3 or np.ptp(image_motion[ok]) == 0:
+        return lags, corr
+    x = _ranks(image_motion[ok] / dt[ok])
+    x -= x.mean()
+    for i, lag in enumerate(lags):
+        y = _ranks(joint_motion(streams, a[ok] - lag * 1e9, b[ok] - lag * 1e9) / dt[ok])
+        y -= y.mean()
+        denom = np.linalg.norm(x) * np.linalg.norm(y)
+        corr[i] = float(x @ y / denom) if denom > 0 else 0.0
+    return lags, corr
+
+
+def check_camera_joint_timing(ctx: Context) -> Outcome:
+    """Each camera's pictures move when the joints it sees move, in time (module docstring)."""
+    from .timing import exact_timing
+
+    scans = scan(ctx)
+    t = ctx.t
+    meta = ctx.ds.meta
+    bad, warned, findings, warn_first = set(), set(), [], None
+    measured, unmeasured, still, lags_by_cam, margins = 0, 0, 0, {}, []
+    for (ep, name), s in scans.items():
+        ts = s.timestamps
+        if len(ts) < t.timing_min_frames or (ts[-1] - ts[0]) / 1e9 < 2 * t.camera_max_lag_seconds + 1:
+            continue
+        streams = _visible_qpos(ctx, ep, name)
+        if not streams:
+            continue
+        if max(float(np.ptp(st.values[:, :7], axis=0).max()) for st in streams) <= t.follow_motion:
+            still += 1
+            continue
+        hz = meta.frequency("cameras", meta.stored_camera_name(name))
+        period = 1 / hz if hz else float(np.median(np.diff(ts))) / 1e9
+        lags, corr = motion_lag(ts, s.diff[1:], streams, t.camera_max_lag_seconds,
+                                min(t.camera_lag_step_seconds, period / 2))
+        k = int(np.argmax(corr))
+        best, lag = float(corr[k]), float(lags[k])
+        if best < t.timing_min_corr:
+            unmeasured += 1
+            continue
+        measured += 1
+        exact = exact_timing(ctx, ep)
+        tol = t.camera_lag_tolerance_periods * period
+        lo, hi = (-tol, tol) if exact else (-tol, t.camera_max_latency_seconds)
+        inside = (lags >= lo - 1e-9) & (lags <= hi + 1e-9)
+        best_in = float(corr[inside].max())
+        j = int(np.argmax(np.where(inside, -np.inf, corr)))
+        best_out, lag_out = float(corr[j]), float(lags[j])
+        margins.append(best_in - best_out)
+        lags_by_cam.setdefault(name, []).append((lag, best))
+        # a correlation's standard error is ~1/sqrt(n): a short or slow camera needs a clearer lead
+        need = max(t.timing_margin, 1 / np.sqrt(max(int(np.isfinite(s.diff[1:]).sum()), 1)))
+        if best_out >= t.timing_min_corr and best_out - best_in > need:
+            what = (f"episode {ep} camera {name}: its pictures move with the joints {lag_out:+.2f} s "
+                    f"{'late' if lag_out > 0 else 'early'} (correlation {best_out:.2f} there, at most {best_in:.2f} "
+                    f"within {lo:+.2f}..{hi:+.2f} s{', simulated: exact' if exact else ''})")
+            if exact or lag_out < lo:
+                bad.add(ep)
+                findings.append(what)
+            else:
+                warned.add(ep)
+                warn_first = warn_first or what + f": a latency beyond {t.camera_max_latency_seconds:g} s"
+    if measured + unmeasured + still == 0:
+        return Outcome(True, f"no camera with >= {t.timing_min_frames} frames over >= "
+                             f"{2 * t.camera_max_lag_seconds + 1:g} s that sees an arm stream", skipped=True, applicable=False)
+    per_cam = "; ".join(f"{n} lag {min(v)[0]:+.2f}..{max(v)[0]:+.2f} s (correlation >= {min(c for _, c in v):.2f})"
+                        for n, v in sorted(lags_by_cam.items()))
+    detail = (f"{measured} episode-camera(s) measured: rank correlation of image motion with the motion of the "
+              f"joints it sees over lags +-{t.camera_max_lag_seconds:g} s: {per_cam or 'none'}"
+              + (f"; margin of the allowed lags over the others >= {min(margins):+.2f} (fail: < -max({t.timing_margin:g}, "
+                 f"1/sqrt(frames)))"
+                 if margins else "")
+              + (f"; {unmeasured} not measurable (best correlation < {t.timing_min_corr:g})" if unmeasured else "")
+              + (f"; {still} whose joints did not move (> {t.follow_motion:g} rad)" if still else ""))
+    if findings:
+        detail += f"; {len(findings)} failed, first: {findings[0]}"
+    if warned - bad:
+        detail += f"; {len(warned - bad)} warned, first: {warn_first}"
+    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad))
+
+
 #: Checks of camera content for every dataset (not run by ``--quick``).
 CAMERA_CHECKS: list[tuple[str, CheckFn]] = [
     ("camera_frozen", check_camera_frozen),
+    ("camera_continuity", check_camera_continuity),
+    ("camera_joint_timing", check_camera_joint_timing),
 ]

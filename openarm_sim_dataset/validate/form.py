@@ -15,7 +15,7 @@ from ..atomic import TMP_PREFIX
 from .cameras import scan
 from .core import CheckFn, Context, Outcome
 from .integrity import check_integrity
-from .timing import check_camera_rate, check_timestamps
+from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
 
 def check_metadata(ctx: Context) -> Outcome:
@@ -294,4 +294,5 @@ FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("jpeg_frames", check_jpeg_frames),
     ("camera_rate", check_camera_rate),
     ("camera_span", check_camera_span),
+    ("camera_coverage", check_camera_coverage),
 ]

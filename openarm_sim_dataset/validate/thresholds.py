@@ -36,5 +36,16 @@ class Thresholds:
     follow_margin: float = 0.1  # another command column correlating this much better than its own: swapped
     frozen_view_fraction: float = 0.01  # simulated: pixels of a camera's view that changed (depth/labels) in a frozen run
     frozen_depth_m: float = 0.005  # m: depth change of a pixel that counts as a change of the view
+    coverage_periods: float = 3.0  # camera periods: first/last frame at most this far inside the state streams' span (measured <= 1.47)
+    continuity_ratio: float = 3.0  # a frame this many times farther from its nearer neighbour than they are apart
+    continuity_floor: float = 1.0  # grey levels: least neighbour distance the ratio divides by (still scenes)
+    continuity_min_grey: float = 4.0  # grey levels (thumbnail): least distance of a frame that does not belong
+    camera_max_lag_seconds: float = 1.5  # s: lags searched between a camera's image motion and its joints' motion
+    camera_lag_step_seconds: float = 0.02  # s: lag resolution (at most half a camera period)
+    timing_min_frames: int = 12  # cameras with fewer frames are not cross-correlated
+    timing_min_corr: float = 0.5  # best correlation below this: the lag is not measurable (reported)
+    timing_margin: float = 0.1  # a lag outside the allowed ones correlating this much better: out of time
+    camera_lag_tolerance_periods: float = 1.0  # camera periods: simulated lag within +- this, recorded lead
+    camera_max_latency_seconds: float = 0.3  # s: recorded data, pictures later than the joints by more: warn
     render_psnr_db: float = 25.0  # dB: re-rendered vs stored frame on another GL renderer (approximate)
     sim_render_stride: int = 1  # re-render every K-th camera frame (1: every frame)

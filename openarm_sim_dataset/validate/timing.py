@@ -183,3 +183,79 @@ def check_camera_rate(ctx: Context) -> Outcome:
     head = f"{tally.n} episode-cameras" + (f" ({undeclared} without a declared rate: gaps against the median)"
                                            if undeclared else "")
     return tally.outcome(head)
+
+
+def coverage(cam_stamps: np.ndarray, lo: int, hi: int, period: float, ctx: Context, exact: bool) -> Timing:
+    """The coverage verdict of one camera of one episode: its first frame late after ``lo`` and its last
+    frame early before ``hi`` (the state streams' common span, ns), each against ``coverage_periods``
+    camera periods (``period`` ns). An edge beyond it stands for ``floor(edge / period)`` frames the
+    camera did not record, judged like dropped frames: recorded data within the dropped-sample budget
+    a ``warn``, beyond it (or simulated data, exact by construction) a failure."""
+    t = ctx.t
+    head = max(float(cam_stamps[0]) - lo, 0.0)
+    tail = max(hi - float(cam_stamps[-1]), 0.0)
+    limit = t.coverage_periods * period
+    late = [(w, e) for w, e in (("starts", head), ("stops", tail)) if e > limit]
+    if not late:
+        return Timing(OK, None, 0, 0, 0.0, max(head, tail) / 1e9)
+    dropped = sum(max(int(e // period), 1) for _, e in late)
+    fraction = dropped / (len(cam_stamps) + dropped)
+    longest = max(e for _, e in late) / 1e9
+    over = fraction > t.max_dropped_fraction or longest > t.max_gap_seconds
+    why = ("simulated: exact timing" if exact else
+           f"{'beyond' if over else 'within'} the budget of {t.max_dropped_fraction:g} dropped, "
+           f"{t.max_gap_seconds:g} s longest")
+    edges = ", ".join(f"{w} {e / 1e6:.1f} ms {'after the state streams start' if w == 'starts' else 'before they end'}"
+                      f" ({e / period:.1f} periods)" for w, e in late)
+    problem = f"{edges} (frames not recorded: {dropped}, fraction {fraction:.3f}; {why})"
+    return Timing(FAIL if exact or over else WARN, problem, len(late), dropped, fraction, longest)
+
+
+def check_camera_coverage(ctx: Context) -> Outcome:
+    """Every camera of every episode spans the episode's state streams: its first frame within
+    ``coverage_periods`` camera periods of the latest first state sample, its last frame within as much
+    of the earliest last one (a camera started late or stopped early; a camera whose frames lie outside
+    the span is ``camera_span``'s finding). The period is the declared rate's, or the median interval
+    where none is declared or a recording ran steadily slower."""
+    meta = ctx.ds.meta
+    tally, worst, worst_where = Tally(), 0.0, ""
+    for ep in ctx.episodes:
+        cams = ctx.cameras(ep)
+        firsts, lasts = [], []
+        for kind in layout.KINDS:
+            s = ctx.streams(ep, kind)
+            if isinstance(s, dict):
+                for st in s.values():
+                    if len(st):
+                        firsts.append(int(st.timestamps[0]))
+                        lasts.append(int(st.timestamps[-1]))
+        if not isinstance(cams, dict) or not firsts:
+            continue
+        lo, hi = max(firsts), min(lasts)
+        for name, cam in cams.items():
+            ts = cam.timestamps
+            if len(ts) == 0:
+                continue
+            hz = meta.frequency("cameras", meta.stored_camera_name(name))
+            med = float(np.median(np.diff(ts))) if len(ts) > 1 else None
+            period = 1e9 / hz if hz else med
+            exact = exact_timing(ctx, ep)
+            if med is not None and not exact and (period is None or med > period):
+                period = med  # a recording that ran steadily slower: its own rate
+            if not period:
+                continue
+            tm = coverage(ts, lo, hi, period, ctx, exact)
+            edge = max(max(float(ts[0]) - lo, 0.0), max(hi - float(ts[-1]), 0.0)) / period
+            if edge > worst:
+                worst, worst_where = edge, f"episode {ep} camera {name}"
+            tally.add(ep, f"episode {ep} camera {name}", tm)
+    if tally.n == 0:
+        return Outcome(True, "no camera frames and state streams to compare", skipped=True, applicable=False)
+    detail = (f"{tally.n} episode-cameras: first and last frame within {ctx.t.coverage_periods:g} camera periods of "
+              f"the state streams' common span (widest edge {worst:.2f} periods"
+              + (f", {worst_where}" if worst_where else "") + ")")
+    if tally.n_fail:
+        detail += f"; {tally.n_fail} failed, first: {tally.fail_first}"
+    if tally.n_warn:
+        detail += f"; {tally.n_warn} warned (usable), first: {tally.warn_first}"
+    return Outcome(not tally.failed, detail, sorted(tally.failed), warned=sorted(tally.warned - tally.failed))
