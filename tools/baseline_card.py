@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Ship a trained checkpoint as a baseline: copy it to baselines/NAME.pt and write its card NAME.md.
+
+    python tools/baseline_card.py --name pick_place_cameras --checkpoint runs/A.pt \
+        --physics runs/phys --generate "dataset-generate --out runs/phys ..." --generate "dataset-render ..." \
+        --train "dataset-train ..." --evaluate "dataset-evaluate --policy baselines/pick_place_cameras.pt ..." \
+        --rollouts runs/A_eval [--compare runs/scripted_eval]
+
+Every figure on the card is read from the files (the checkpoint's config and cost, the physics dataset's
+metadata, the rollout datasets' entries), never typed: see openarm_sim_dataset.bc.baseline for the format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from openarm_sim_dataset import evaluate as ev  # noqa: E402
+from openarm_sim_dataset.bc.baseline import BASELINES_DIR, content_sha256, write_card  # noqa: E402
+from openarm_sim_dataset.bc.checkpoint import load  # noqa: E402
+from openarm_sim_dataset.metadata import Metadata  # noqa: E402
+
+
+def _pct(r: dict) -> str:
+    lo, hi = r["wilson95"]
+    return f"{r['successes']}/{r['episodes']} = {r['rate']:.1%} (95% Wilson {lo:.1%}-{hi:.1%})"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--name", required=True)
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--physics", required=True, help="the physics-only dataset the training set was drawn from")
+    p.add_argument("--generate", action="append", required=True, help="a data command, in order (first: the physics one)")
+    p.add_argument("--train", required=True)
+    p.add_argument("--evaluate", required=True)
+    p.add_argument("--rollouts", required=True, help="the evaluation's rollout dataset")
+    p.add_argument("--compare", help="the scripted expert's rollouts on the same initial states")
+    p.add_argument("--note", default="", help="a paragraph for the card's body")
+    a = p.parse_args(argv)
+    ckpt, sha = load(a.checkpoint)
+    cfg, cost = ckpt["config"], ckpt["cost"]
+    dest = REPO / BASELINES_DIR
+    dest.mkdir(exist_ok=True)
+    shutil.copyfile(a.checkpoint, dest / f"{a.name}.pt")
+    assert hashlib.sha256((dest / f"{a.name}.pt").read_bytes()).hexdigest() == sha
+    meta = Metadata.load(a.rollouts)
+    stats = ev.summarize(meta.episodes, [str(t.get("prompt", "")) for t in meta.data.get("tasks") or []])
+    ev_cmd = shlex.split(a.evaluate)
+    seed = int(ev_cmd[ev_cmd.index("--seed") + 1])
+    o = stats["overall"]
+    evaluation = {"seed": seed, "episodes": o["end"]["episodes"], "successes": o["end"]["successes"],
+                  "rate": round(o["end"]["rate"], 4), "wilson95": [round(x, 4) for x in o["end"]["wilson95"]],
+                  "lucky": o["lucky"], "success_any_time": o["any_time"]["successes"], "failures": o["failures"]}
+    lines = [f"- success at the end: **{_pct(o['end'])}**; lucky {o['lucky']}; at any time {_pct(o['any_time'])}; "
+             f"failures: {', '.join(f'{k} {v}' for k, v in sorted(o['failures'].items())) or 'none'}"]
+    if a.compare:
+        c = ev.compare(ev.load_rollouts(a.rollouts), ev.load_rollouts(a.compare))
+        sm = Metadata.load(a.compare)
+        so = ev.summarize(sm.episodes, [str(t.get("prompt", "")) for t in sm.data.get("tasks") or []])["overall"]
+        evaluation["scripted"] = {"successes": so["end"]["successes"], "episodes": so["end"]["episodes"]}
+        evaluation["paired"] = {"only_policy": c["only_a"], "only_scripted": c["only_b"], "both": c["both"],
+                                "neither": c["neither"], "mcnemar_exact_p": float(f"{c['mcnemar_exact_p']:.4g}"),
+                                "difference": round(c["difference"], 4),
+                                "newcombe95": [round(x, 4) for x in c["newcombe95"]]}
+        lo, hi = c["newcombe95"]
+        lines.append(f"- `scripted` on the same initial states: {_pct(so['end'])}; paired: only the policy "
+                     f"{c['only_a']}, only scripted {c['only_b']} (both {c['both']}, neither {c['neither']}), "
+                     f"exact McNemar p = {c['mcnemar_exact_p']:.3g}, difference {c['difference']:+.1%} "
+                     f"(95% Newcombe {lo:+.1%} to {hi:+.1%})")
+    front = {
+        "checkpoint": f"{a.name}.pt", "checkpoint_sha256": sha,
+        "inputs": {"kind": cfg["inputs"], "cameras": list(cfg["cameras"]),
+                   "size": (f"{cfg['image_shape'][2]}x{cfg['image_shape'][1]}" if cfg["cameras"] else None),
+                   "camera_hz": cfg.get("camera_hz"), "control_hz": cfg["hz"]},
+        "generate": list(a.generate), "train": a.train,
+        "dataset_metadata_sha256": cfg["dataset_sha256"],
+        "physics_dataset": {"command": a.generate[0], "content_sha256": content_sha256(a.physics)},
+        "training": {"episodes": cfg["episodes"], "val_episodes": cfg["val_episodes"], "items": cfg["items"],
+                     "steps": cfg["steps"], "batch": cfg["batch"], "threads": cost["threads"],
+                     "cpu_minutes": round(cost["cpu_s"] / 60, 1), "wall_minutes": round(cost["wall_s"] / 60, 1),
+                     "parameters": cost["parameters"],
+                     "final_val_loss": round(float(ckpt["curve"]["val"][-1]), 5),
+                     "final_train_loss": round(float(ckpt["curve"]["train"][-1]), 5)},
+        "evaluate": a.evaluate, "evaluation": evaluation,
+    }
+    body = "\n".join([
+        f"# Baseline `{a.name}`",
+        "",
+        f"A `dataset-train --inputs {cfg['inputs']}` policy "
+        + ("reading only what a robot measures: " + " + ".join(cfg["cameras"]) + f" images at "
+           f"{front['inputs']['size']} and {cfg.get('camera_hz')} Hz, both arms' joint positions and the time since the start."
+           if cfg["cameras"] else "reading privileged simulator state (object poses from `info`)."),
+        "",
+        "Reproduce (from a clone, extras `[torch,env]`):",
+        "",
+        "```bash",
+        *a.generate, a.train, a.evaluate,
+        "```",
+        "",
+        f"Training: {cfg['episodes']} episodes ({cfg['val_episodes']} held out), {cfg['items']} items, "
+        f"{cfg['steps']} steps x {cfg['batch']}, {cost['parameters']:,} parameters, "
+        f"{cost['cpu_s'] / 60:.1f} CPU min ({cost['wall_s'] / 60:.1f} min wall, {cost['threads']} thread(s)); "
+        f"held-out loss {ckpt['curve']['val'][-1]:.4f}.",
+        "",
+        f"Evaluation (initial states of seed {seed}, never trained or tuned on):",
+        "",
+        *lines,
+        "",
+        a.note,
+    ])
+    write_card(dest / f"{a.name}.md", front, body)
+    print(dest / f"{a.name}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
