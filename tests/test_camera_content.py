@@ -156,3 +156,19 @@ def test_reference_fixtures(name):
     assert rows["camera_joint_timing"].skipped
     cov = rows["camera_coverage"]
     assert cov.failed and cov.episodes == ["0", "3"] and "stops 2934.6 ms before they end" in cov.detail, cov.detail
+
+
+def test_an_undecodable_frame_is_left_to_jpeg_frames(stripped, tmp_path):
+    """A truncated JPEG: jpeg_frames fails it; the content checks judge the other frames, without a warning."""
+    import shutil
+    import warnings
+
+    copy = tmp_path / "copy"
+    shutil.copytree(stripped, copy)
+    frame = sorted((copy / "episodes/0/cameras/head").iterdir(), key=lambda p: int(p.stem))[5]
+    frame.write_bytes(frame.read_bytes()[:100])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = _rows(copy, checks=["jpeg_frames", *CHECKS])
+    assert rows["jpeg_frames"].failed
+    assert all(rows[n].status == "pass" for n in CHECKS), {n: rows[n].detail for n in CHECKS}

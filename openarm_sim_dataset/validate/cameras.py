@@ -272,13 +272,21 @@ def check_camera_frozen(ctx: Context) -> Outcome:
 
 
 # ------------------------------------------------------------------ continuity of the frames
+def _mean_abs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise mean |a - b| over the cells both have (NaN: a frame that did not decode, no warning)."""
+    d = np.abs(a - b)
+    n = np.isfinite(d).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, np.nansum(d, axis=1) / np.maximum(n, 1), np.nan)
+
+
 def thumb_distances(thumbs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(to the next frame (n-1,), to the frame after next (n-2,)): mean |difference| of consecutive
     thumbnails and of thumbnails two apart, grey levels (NaN where a frame did not decode)."""
     flat = thumbs.reshape(len(thumbs), -1).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(np.abs(flat[1:] - flat[:-1]), axis=1) if len(flat) > 1 else np.zeros(0), \
-            (np.nanmean(np.abs(flat[2:] - flat[:-2]), axis=1) if len(flat) > 2 else np.zeros(0))
+    d1 = _mean_abs(flat[1:], flat[:-1]) if len(flat) > 1 else np.zeros(0)
+    d2 = _mean_abs(flat[2:], flat[:-2]) if len(flat) > 2 else np.zeros(0)
+    return d1, d2
 
 
 def continuity_scores(thumbs: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
