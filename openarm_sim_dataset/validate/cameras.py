@@ -356,9 +356,10 @@ def _visible_qpos(ctx: Context, ep: str, camera: str) -> list:
 
 
 def joint_motion(streams: list, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """Joint motion over each interval [t0[i], t1[i]] (ns): the sum over every joint of the streams of
-    |q(t1) - q(t0)| (rad, linear interpolation of the stamps; clamped at the stream's ends)."""
-    total = np.zeros(len(t0))
+    """Joint motion over each interval [t0[i], t1[i]] (ns, arrays of any one shape): the sum over every
+    joint of the streams of |q(t1) - q(t0)| (rad, linear interpolation of the stamps; clamped at the
+    stream's ends)."""
+    total = np.zeros(np.shape(t0))
     for s in streams:
         ts = s.timestamps.astype(np.float64)
         v = s.values[:, :7].astype(np.float64)
@@ -368,8 +369,10 @@ def joint_motion(streams: list, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
-    r = np.empty(len(x))
-    r[np.argsort(x, kind="stable")] = np.arange(len(x))
+    """Ranks 0..n-1 along the last axis (ties in order)."""
+    r = np.empty(x.shape)
+    np.put_along_axis(r, np.argsort(x, axis=-1, kind="stable"), np.arange(x.shape[-1], dtype=np.float64)
+                      * np.ones(x.shape), axis=-1)
     return r
 
 
@@ -377,22 +380,22 @@ def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_
     """(lags (s), correlation per lag): rank (Spearman) correlation of the image motion between consecutive
     frames (``image_motion[k]`` between frames k and k+1) per second with the joints' motion over the same
     interval moved back by the lag, per second (a positive lag: the pictures show the joints' motion that
-    much later, a camera's latency). Ranks: image motion saturates where the joints move fast."""
+    much later, a camera's latency). Ranks: image motion saturates where the joints move fast. Every lag
+    at once (one interpolation per joint)."""
     lags = np.arange(-max_lag_s, max_lag_s + step_s / 2, step_s)
     a, b = ts[:-1].astype(np.float64), ts[1:].astype(np.float64)
     dt = (b - a) / 1e9
     ok = np.isfinite(image_motion)
-    corr = np.zeros(len(lags))
     if ok.sum() < 3 or np.ptp(image_motion[ok]) == 0:
-        return lags, corr
+        return lags, np.zeros(len(lags))
     x = _ranks(image_motion[ok] / dt[ok])
     x -= x.mean()
-    for i, lag in enumerate(lags):
-        y = _ranks(joint_motion(streams, a[ok] - lag * 1e9, b[ok] - lag * 1e9) / dt[ok])
-        y -= y.mean()
-        denom = np.linalg.norm(x) * np.linalg.norm(y)
-        corr[i] = float(x @ y / denom) if denom > 0 else 0.0
-    return lags, corr
+    shift = lags[:, None] * 1e9
+    y = _ranks(joint_motion(streams, a[ok] - shift, b[ok] - shift) / dt[ok])  # (lags, intervals)
+    y -= y.mean(axis=1, keepdims=True)
+    denom = np.linalg.norm(x) * np.linalg.norm(y, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return lags, np.where(denom > 0, (y @ x) / np.where(denom > 0, denom, 1), 0.0)
 
 
 def check_camera_joint_timing(ctx: Context) -> Outcome:
