@@ -1,0 +1,72 @@
+"""The shipped baselines (baselines/*.pt beside their cards): each loads and takes a step with the
+inputs its checkpoint records; its card names the checkpoint's bytes and training data; the card's
+evaluation command needs no flag but the output, episodes and seed; (slow) the card's physics dataset
+generated afresh has the content SHA-256 the card states."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO, SUBPROCESS_ENV
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+from openarm_sim_dataset import bc  # noqa: E402
+from openarm_sim_dataset.bc.baseline import content_sha256, shipped  # noqa: E402
+
+CARDS = shipped(REPO)
+
+
+def test_there_are_shipped_baselines():
+    assert CARDS, "baselines/ holds no card"
+
+
+@pytest.mark.parametrize("card, front", CARDS, ids=[p.stem for p, _ in CARDS])
+def test_shipped_checkpoint_loads_and_steps(card, front):
+    ckpt = card.parent / front["checkpoint"]
+    raw = ckpt.read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == front["checkpoint_sha256"], "the card names other bytes"
+    pol = bc.load_policy(ckpt)
+    assert pol.cfg["dataset_sha256"] == front["dataset_metadata_sha256"]
+    inputs = pol.inputs
+    obs = {"arms": {s: {"qpos": np.zeros(8, np.float32)} for s in ("right", "left")}}
+    if inputs.cameras:
+        w, h = inputs.size
+        obs["cameras"] = {c: np.full((h, w, 3), 128, np.uint8) for c in inputs.cameras}
+    info = {"object_pose": np.tile([0.1, -0.2, 0.0, 1.0, 0.0, 0.0, 0.0], (3, 1))} if inputs.privileged else None
+    pol.reset()
+    a = pol.act(obs, info)
+    assert a.shape == (16,) and np.all(np.isfinite(a))
+    # from a fresh clone the evaluation runs with no other flag: the checkpoint says what it reads
+    cmd = shlex.split(front["evaluate"])
+    assert cmd[0] == "dataset-evaluate" and not {"--cameras", "--size", "--camera-hz"} & set(cmd), cmd
+    assert cmd[cmd.index("--policy") + 1] == f"baselines/{front['checkpoint']}"
+    ev = front["evaluation"]
+    assert str(ev["seed"]) == cmd[cmd.index("--seed") + 1] and 0 <= ev["successes"] <= ev["episodes"]
+
+
+@pytest.mark.slow
+def test_card_physics_dataset_regenerates_to_its_content_sha(tmp_path):
+    """The first step of every card's recipe, run again: the physics-only training set (the cards share
+    it) has the content SHA-256 the card states (metadata.yaml as a document without the machine's
+    and checkout's names), on any machine of the kind."""
+    seen = {}
+    for _, front in CARDS:
+        phys = front["physics_dataset"]
+        seen.setdefault(phys["command"], set()).add(phys["content_sha256"])
+    assert all(len(v) == 1 for v in seen.values())
+    for i, (command, shas) in enumerate(seen.items()):
+        cmd = shlex.split(command)
+        assert cmd[0] == "dataset-generate"
+        out = tmp_path / f"phys{i}"
+        cmd[cmd.index("--out") + 1] = str(out)
+        r = subprocess.run([sys.executable, "-m", "openarm_sim_dataset.cli.generate", *cmd[1:], "--quiet"],
+                           env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=1500)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert content_sha256(out) == shas.pop()
