@@ -64,7 +64,7 @@ def test_checkpoint_evaluates_and_its_rollout_validates(checkpoints, tmp_path, v
     assert meta.data["evaluation"]["control_hz"] == (10.0 if variant == "state" else 5.0)
     if variant == "cams":
         sim = meta.data["simulation"]
-        assert list(sim["scene"]["cameras"]) == ["head"] and sim["scene"]["width"] == 32 and sim["record"]["camera_hz"] == 2.5
+        assert list(sim["scene"]["cameras"]) == ["head"] and sim["scene"]["width"] == 32 and sim["camera_hz"] == 2.5
     assert rep["stats"]["overall"]["end"]["episodes"] == 1
     run_cli("validate", out, "--quick", "--no-update-metadata")
     if variant == "state":

@@ -247,7 +247,6 @@ def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = No
     for cam in cams:
         st = full[f"observation.images.{cam}"]
         stats[f"image.{cam}"] = {"mean": st["mean"].reshape(3), "std": _safe_std(st["std"].reshape(3))}
-    record = (sim or {}).get("record") if isinstance((sim or {}).get("record"), dict) else {}
     render = (sim or {}).get("render") if isinstance((sim or {}).get("render"), dict) else {}
     cfg = {"format": FORMAT, "version": VERSION, "inputs": c.inputs, "arch": arch, "hz": float(c.hz),
            "horizon": int(c.horizon), "execute": int(min(c.execute, c.horizon)), "hidden": int(c.hidden),
@@ -258,7 +257,7 @@ def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = No
            "episodes": n_ep, "val_episodes": len(val_ids), "items": int(len(t)), "steps": int(c.steps),
            "batch": int(c.batch), "lr": float(c.lr), "shift": int(c.shift), "val": float(c.val),
            "keypoints": int(c.keypoints), "conv_width": int(c.conv_width), "aux": aux,
-           "jpeg_quality": (int(render.get("jpeg_quality") or record.get("jpeg_quality") or 90) if cams and sim else None),
+           "jpeg_quality": (int(render.get("jpeg_quality") or sim.get("jpeg_quality") or 90) if cams and sim else None),
            "extra": dict(c.extra)}
     vec = vector_input(cfg, stats, items["observation.state"].astype(np.float64), t,
                        pose if c.inputs == "state" else None)
