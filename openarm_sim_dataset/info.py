@@ -22,6 +22,7 @@ never decodes an image, and imports neither pandas nor MuJoCo nor matplotlib.
 ``provenance`` (simulated datasets) ``simulator``, ``mujoco_version``, ``model_sha256`` (12-hex prefix),
                ``seed``, ``sigma_m``, ``retry``, ``randomization`` (if recorded), ``timestep_s``,
                ``state_hz``, ``camera_hz``, ``gl_renderer``, ``generator``
+``edited_from`` the edits (``dataset-edit``) the dataset comes from, or None: :func:`edited_from`
 """
 
 from __future__ import annotations
@@ -141,7 +142,31 @@ def dataset_info(root: str | os.PathLike | Dataset) -> dict[str, Any]:
         "cameras": cameras,
         "disk_bytes": disk_bytes(ds.root),
         "provenance": provenance(meta.simulation) if meta.simulation is not None else None,
+        "edited_from": edited_from(meta.data),
     }
+
+
+def edited_from(doc: dict) -> list[dict] | None:
+    """The edits a dataset comes from (``dataset-edit``'s ``edited_from``; an edit of an edit lists the
+    earlier one after it; a merge's inputs' under ``merged_from``): each ``{path, metadata_sha256
+    (12-hex prefix), operations (their names), episodes (how many kept), split (its name or None),
+    input (the merge input's position, or None)}``; None when the dataset is not an edit."""
+    out = []
+
+    def add(rec, where):
+        while isinstance(rec, dict):
+            ops = list(dict.fromkeys(next(iter(op)) for op in rec.get("operations") or [] if isinstance(op, dict) and op))
+            split = rec.get("split")
+            out.append({"path": rec.get("path"), "metadata_sha256": str(rec.get("metadata_sha256") or "")[:HASH_PREFIX],
+                        "operations": ops, "episodes": len(rec.get("episodes") or {}),
+                        "split": split.get("name") if isinstance(split, dict) else None, "input": where})
+            rec = rec.get("previous")
+
+    add(doc.get("edited_from"), None)
+    for i, m in enumerate(doc.get("merged_from") or []):
+        if isinstance(m, dict):
+            add(m.get("edited_from"), i)
+    return out or None
 
 
 def _rate(entries: list[dict]) -> dict:
@@ -279,6 +304,11 @@ def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
         lines.append(f"provenance {p['simulator']} {p['mujoco_version']}, model {p['model_sha256']}, seed {p['seed']}, "
                      f"sigma {p['sigma_m']} m, retry {p['retry']}{rnd}; timestep {p['timestep_s']} s; "
                      f"{gen.get('name', '?')} {gen.get('version', '?')}; GL {p['gl_renderer']}")
+    for ed in info.get("edited_from") or []:
+        where = f"merge input {ed['input']}: " if ed["input"] is not None else ""
+        split = f", split {ed['split']}" if ed["split"] else ""
+        lines.append(f"edited     {where}from {ed['path']} (metadata {ed['metadata_sha256']}), {ed['episodes']} episode(s) "
+                     f"kept{split}; {', '.join(o for o in ed['operations'] if o != 'ids') or 'copied'}")
     if per_episode:
         lines.append("per episode")
         for ep in e["per_episode"]:

@@ -17,7 +17,7 @@ Rules (a refusal names the input and what differs):
 
 Tasks with the same prompt become one task (``task_index`` remapped); episodes become "0".."N-1"
 in input order and each entry records ``source: {dataset: <input folder>, id: <original id>}``;
-``merged_from`` lists the inputs. Files are copied (``link=True``: hard-linked; never symlinked).
+``merged_from`` lists the inputs (an input made by ``dataset-edit`` with its ``edited_from``). Files are copied (``link=True``: hard-linked; never symlinked).
 This package's writers replace files by rename, so they never write through a hard link into a
 source. Episodes of 0.4.0 inputs are copied file for file (simulation sidecars included); older
 layouts are rewritten as 0.4.0 (``link`` then only applies to the sidecar files).
@@ -329,9 +329,13 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
                                                                 meta.data["episodes"])
             # ids an input's recorder discarded name that input's episodes, not the renumbered ones here
             meta.data.pop("discarded_episodes", None)
+            # an input that is an edit (dataset-edit) keeps its record with that input, not at the top
+            meta.data.pop("edited_from", None)
             meta.data["merged_from"] = [
                 {"dataset": str(ds.root.resolve()), "version": ds.version, "episodes": ds.num_episodes,
-                 **({"provenance": provenance(ds)} if mixed else {})}
+                 **({"provenance": provenance(ds)} if mixed else {}),
+                 **({"edited_from": copy.deepcopy(ds.meta.data["edited_from"])}
+                    if isinstance(ds.meta.data.get("edited_from"), dict) else {})}
                 for ds in datasets
             ]
             if mixed and meta.data.get("simulation") is not None:

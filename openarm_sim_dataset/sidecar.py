@@ -26,6 +26,12 @@ Files (per episode, under ``episodes/<id>/sim/``, never opened by openarm_datase
                                     the judged state: ``{"step": physics step of the judged state or
                                     null (timeout), "lanes": [{"outcome", "lost_phase", "lifted"}]}``
                                     (:meth:`~openarm_sim_dataset.sim.tasks.planner.ScriptedController.judge_facts`)
+    ``trim``            (N,) uint8  episodes trimmed by ``dataset-edit`` only: UTF-8 JSON ``{"first_step":
+                                    the untrimmed episode's physics step that is step 0 here,
+                                    "source_steps": its number of physics steps, "frames": [first, last]
+                                    of its frames kept]}`` (:mod:`openarm_sim_dataset.edit`)
+    ``source_initial_state`` (S,)   trimmed episodes only: the untrimmed episode's ``initial_state``
+                                    (its seed's, which ``sim_identity`` and the task's judge read)
 ``frames.npz``
     ``depth_<cam>``     (F, H, W) float32  metres along the optical axis
     ``labels_<cam>``    (F, H, W) uint8    see ``LABELS``
@@ -74,6 +80,28 @@ SOURCE_DATAFLOW = "dataflow"
 def recorded_live(simulation: dict | None) -> bool:
     """Whether a ``simulation:`` block is one of a dataflow recording (see :data:`SOURCE_DATAFLOW`)."""
     return isinstance(simulation, dict) and simulation.get("source") == SOURCE_DATAFLOW
+
+
+#: Sidecar arrays of an episode trimmed by ``dataset-edit`` (:mod:`openarm_sim_dataset.edit`): the cut
+#: (JSON) and the untrimmed episode's initial state. ``initial_state`` is then the state of the first frame
+#: kept, ``step`` counts from it, and ``time`` stays the simulated time (``(step + first_step) x timestep``).
+TRIM_KEY = "trim"
+SOURCE_INITIAL_STATE_KEY = "source_initial_state"
+
+
+def first_step(arrays: dict[str, np.ndarray], path: str | os.PathLike = "sidecar") -> int:
+    """The untrimmed episode's physics step that is step 0 of these sidecar arrays (0 when untrimmed)."""
+    rec = read_json(arrays, TRIM_KEY, path) if TRIM_KEY in arrays else None
+    step = (rec or {}).get("first_step", 0)
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise SidecarError(path, f"{TRIM_KEY}.first_step {step!r} is not a physics step")
+    return step
+
+
+def seed_initial_state(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """The episode's initial state as its seed set it: ``source_initial_state`` of a trimmed episode,
+    else ``initial_state``."""
+    return arrays[SOURCE_INITIAL_STATE_KEY] if SOURCE_INITIAL_STATE_KEY in arrays else arrays["initial_state"]
 
 
 #: The keys of the ``episode`` JSON (each equal to the metadata entry's key of the same name).

@@ -72,6 +72,17 @@ def _facts(ctx: Context, ep: str, side: dict, key: str) -> dict | str | None:
     return value
 
 
+#: An entry's record of labels set by hand (``dataset-edit --force``): ``{key: {from, to, by: hand}}``.
+RELABELLED = "relabelled"
+
+
+def _by_hand(entry: dict, key: str, judged) -> bool:
+    """Whether ``entry[key]`` differs from the ``judged`` value because a person set it so: its
+    ``relabelled`` mark for ``key`` says it was set by hand to the entry's value (``dataset-edit --force``)."""
+    mark = (entry.get(RELABELLED) or {}).get(key) if isinstance(entry.get(RELABELLED), dict) else None
+    return isinstance(mark, dict) and mark.get("by") == "hand" and key in entry and mark.get("to") == entry[key]
+
+
 # ------------------------------------------------------------------------------- sim_identity
 def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]] | ModelProblem | None:
     """``(sidecar records its identity, what differs)`` of episode ``ep``."""
@@ -98,7 +109,7 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         return False, [f"its seed's initial state cannot be set on the episode's model ({e})"]
     want = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION))
     mujoco.mj_getState(m, d, want, mujoco.mjtState.mjSTATE_INTEGRATION)
-    stored = side["initial_state"]
+    stored = sidecar.seed_initial_state(side)  # a trimmed episode (dataset-edit) keeps its seed's apart
     if stored.shape != want.shape:
         out.append(f"initial_state has shape {stored.shape}, the model's state {want.shape}")
     elif parts := differing_components(m, stored, want):
@@ -114,7 +125,7 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
                        "for its index")
     if "steps" in entry and entry["steps"] != len(side["physics_ctrl"]):
         out.append(f"metadata entry's steps {entry['steps']!r}, the sidecar's physics_ctrl has {len(side['physics_ctrl'])}")
-    if "task_index" in entry and entry["task_index"] != task_index:
+    if "task_index" in entry and entry["task_index"] != task_index and not _by_hand(entry, "task_index", task_index):
         out.append(f"metadata entry's task_index {entry['task_index']!r} is not the {task_index} its seed draws")
     facts = _facts(ctx, ep, side, sidecar.EPISODE_KEY)
     if isinstance(facts, str):
@@ -123,13 +134,15 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         for k in sidecar.IDENTITY_FIELDS:
             if facts.get(k) != listed[k]:
                 out.append(f"sidecar's {k} {facts.get(k)!r} differs from the metadata entry's {listed[k]!r}")
-    return facts is not None and not isinstance(facts, str), out
+    hand = "task_index" in entry and entry["task_index"] != task_index and _by_hand(entry, "task_index", task_index)
+    return facts is not None and not isinstance(facts, str), out, hand
 
 
 def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     parts, bad, problems = _model_problems(parts)
     n = recorded = 0
     first = None
+    hand = [ep for ep, part in parts.items() if part is not None and len(part) > 2 and part[2]]
     for ep, part in parts.items():
         if part is None:
             continue
@@ -144,6 +157,8 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
               f"drawn again; initial state bit for bit"
               + ("; the sidecar's identity record equal" if recorded else "") + ")"
               + (f"; {old} sidecar(s) without an identity record (schema 1: initial state checked)" if old else "")
+              + (f"; {len(hand)} episode(s) whose task_index was set by hand ({RELABELLED}: episode "
+                 f"{', '.join(hand[:5])})" if hand else "")
               + (f"; first: {first}" if first else "")
               + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
@@ -188,27 +203,41 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
         if state is None:
             return ("ok", (), [f"the state of step {step} cannot be replayed"])
     ctl = make_controller(m, params)
+    initial = sidecar.seed_initial_state(side)  # a trimmed episode's lanes start on its seed's state
     try:
         judged_state = state if state is not None else side["initial_state"]  # a timeout: the state is not read
-        outcome, knocked = rejudge(m, params, side["initial_state"], judged_state, facts, ctl)
+        outcome, knocked = rejudge(m, params, initial, judged_state, facts, ctl)
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # facts or initial state not of this task/model
         return ("ok", (), [f"judge facts do not fit task {params.task} ({e})"])
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
-    for k, v in judged.items():
-        if k in entry and entry[k] != v:
-            out.append(f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}")
+    out, hand = _compare_labels(entry, judged, params.task)
     # the history the rule read, against what the stored frames show of it
     lanes = facts.get("lanes") if isinstance(facts.get("lanes"), list) else []
+    trimmed = sidecar.TRIM_KEY in side  # a trim may have cut the frames that showed the lift
     for lane, f in zip(ctl.lanes, lanes):
         if not isinstance(f, dict):
             continue
         z = side["qpos"][:, lane.qadr + 2]
-        if f.get("lifted") and not (z > lane.pick_zc + 0.04).any():
+        if f.get("lifted") and not trimmed and not (z > lane.pick_zc + 0.04).any():
             out.append(f"judge facts say {lane.obj} was lifted, no frame shows it 4 cm above its pick height")
         never = "never_picked" in (f.get("lost_phase"), f.get("outcome"))
         if never and (z > lane.pick_zc + 0.03).any():
             out.append(f"judge facts say {lane.obj} was never picked, frames show it > 3 cm above its pick height")
-    return ("ok", (params.task, outcome, knocked), out)
+    return ("ok", (params.task, outcome, knocked), out, hand)
+
+
+def _compare_labels(entry: dict, judged: dict, task: str) -> tuple[list[str], list[str]]:
+    """``(what differs, labels set by hand)``: each judged label against the entry's; one that differs
+    because its ``relabelled`` mark says a person set it (``dataset-edit --force``) is reported, not a
+    failure."""
+    out, hand = [], []
+    for k, v in judged.items():
+        if k in entry and entry[k] != v:
+            if _by_hand(entry, k, v):
+                hand.append(f"{k} {entry[k]!r} (rule: {v!r})")
+            else:
+                out.append(f"metadata.yaml says {k} {entry[k]!r}, task {task}'s rule judges {v!r}")
+    return out, hand
 
 
 def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
@@ -232,7 +261,7 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
         return ("ok", (), [f"the state of step {len(ctrl) - 1} cannot be replayed"])
     rule = make_controller(m, params)
     d = mujoco.MjData(m)
-    mujoco.mj_setState(m, d, side["initial_state"], spec)
+    mujoco.mj_setState(m, d, sidecar.seed_initial_state(side), spec)
     mujoco.mj_forward(m, d)
     start_up = object_up_vectors(m, rule, d)
     mujoco.mj_setState(m, d, before, spec)
@@ -240,20 +269,21 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
     mujoco.mj_step(m, d)
     outcome, knocked = rollout_outcome(rule, d, start_up, bool(entry["success_any"]))
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
-    out = [f"metadata.yaml says {k} {entry[k]!r}, task {params.task}'s rule judges {v!r}"
-           for k, v in judged.items() if k in entry and entry[k] != v]
-    return ("ok", (params.task, outcome, knocked), out)
+    out, hand = _compare_labels(entry, judged, params.task)
+    return ("ok", (params.task, outcome, knocked), out, hand)
 
 
 def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     parts, bad, problems = _model_problems(parts)
-    first, old, judged, successes = None, [], 0, 0
+    first, old, judged, successes, hand = None, [], 0, 0, []
     for ep, part in parts.items():
         if part is None:
             continue
         if part[0] == "old":
             old.append(part[1])
             continue
+        if len(part) > 3 and part[3]:
+            hand.append(_listed(ep, part[3]))
         if part[1]:
             judged += 1
             successes += part[1][1] == "success"
@@ -267,6 +297,8 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     detail = (f"{judged} episode(s) judged again by their own task's rule on the replayed judged state: {successes} "
               f"success(es); success, outcome and knocked_over as in {layout.METADATA_FILE}"
               + (" except where listed" if bad else "")
+              + (f"; {len(hand)} episode(s) relabelled by hand against the rule ({RELABELLED} in the entry; "
+                 f"{'; '.join(hand[:3])})" if hand else "")
               + (f"; first: {first}" if first else "")
               + (f"; {len(old)} episode(s) of sidecar schema 1 not judged" if old else "")
               + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")

@@ -244,7 +244,12 @@ def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] |
         if key in parts:
             i, j = parts[key]
             first_frame(key, side[key], state[:, i:j], f"the state vector's {key}")
-    first_frame("time", side["time"], side["step"] * float(m.opt.timestep), "step x timestep")
+    try:  # a trimmed episode (dataset-edit) counts its steps from a later step of its physics
+        first = sidecar.first_step(side, ctx.sim_dir(ep) / sidecar.SIDECAR_FILE)
+    except sidecar.SidecarError as e:
+        return 0, [str(e)]
+    first_frame("time", side["time"], (side["step"] + first) * float(m.opt.timestep),
+                "(step + trim first_step) x timestep" if first else "step x timestep")
     if "time" in parts:  # MuJoCo's time is a running sum of timesteps: equal to step x timestep within rounding
         i, _ = parts["time"]
         compared += len(state)
