@@ -60,7 +60,7 @@ import numpy as np
 from .. import sidecar as sidecar_schema
 from ..camera import Camera, decode_jpeg
 from ..errors import DatasetError
-from .core import CheckFn, Context, Outcome
+from .core import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 
 #: frames decoded per job (one extra, the previous frame, is decoded at each chunk's start)
 CHUNK = 32
@@ -226,7 +226,7 @@ def check_camera_frozen(ctx: Context) -> Outcome:
         return Outcome(True, "no cameras", skipped=True, applicable=False)
     t = ctx.t
     limit_ns = t.frozen_seconds * 1e9
-    bad, findings, longest, still_runs, pairs, by_view, still_view = set(), [], 0.0, 0, 0, 0, 0.0
+    bad, findings, longest, still_runs, pairs, by_view, still_view, found = set(), [], 0.0, 0, 0, 0, 0.0, []
     for (ep, name), s in scans.items():
         if len(s.timestamps) < 2:
             continue
@@ -260,6 +260,7 @@ def check_camera_frozen(ctx: Context) -> Outcome:
             bad.add(ep)
             kind = "byte-identical" if s.identical[a + 1 : b + 1].all() else "unchanged"
             findings.append(f"episode {ep} camera {name}: frames {a}..{b} {kind} for {dur:.2f} s from t={t0} ns {why}")
+            found.append(finding(ep, t0, f"frames {a}..{b} {kind} for {dur:.2f} s {why}", f"camera {name}", t1))
     detail = (f"{pairs} consecutive frame pairs; longest unchanged run {longest:.2f} s (limit {t.frozen_seconds:g} s "
               f"while its view changes in > {t.frozen_view_fraction:.1%} of the pixels (simulated: sidecar depth "
               f"> {t.frozen_depth_m:g} m or labels), else its own arm / for a fixed camera any arm moves "
@@ -268,7 +269,7 @@ def check_camera_frozen(ctx: Context) -> Outcome:
                  f"{still_view:.2%})" if by_view else "")
               + (f"; {still_runs} longer run(s) while nothing in view moved (not flagged)" if still_runs else "")
               + (f"; {len(findings)} frozen, first: {findings[0]}" if findings else ""))
-    return Outcome(not bad, detail, sorted(bad))
+    return Outcome(not bad, detail, sorted(bad), findings=found)
 
 
 # ------------------------------------------------------------------ continuity of the frames
@@ -311,7 +312,7 @@ def check_camera_continuity(ctx: Context) -> Outcome:
     """No frame that does not belong between its neighbours (module docstring)."""
     scans = scan(ctx)
     t = ctx.t
-    bad, findings, judged, worst, worst_where = set(), [], 0, 0.0, ""
+    bad, findings, judged, worst, worst_where, found = set(), [], 0, 0.0, "", []
     for (ep, name), s in scans.items():
         if len(s.thumbs) < 3:
             continue
@@ -332,6 +333,9 @@ def check_camera_continuity(ctx: Context) -> Outcome:
                             f"{near[k - 1]:.1f} grey levels from its nearer neighbour while its neighbours are "
                             f"{near[k - 1] / score[k - 1]:.1f} apart (x{score[k - 1]:.1f})"
                             + (f" (+{len(odd) - 1} more frames)" if len(odd) > 1 else ""))
+            found += [finding(ep, s.timestamps[k], f"frame {k} out of place: {near[k - 1]:.1f} grey levels from its "
+                              f"nearer neighbour, x{score[k - 1]:.1f} the neighbours' distance", f"camera {name}")
+                      for k in odd[:MAX_FINDINGS_PER_EPISODE].tolist()]
     if judged == 0:
         return Outcome(True, "no camera with three or more decodable frames", skipped=True, applicable=False)
     detail = (f"{judged} frames judged against both neighbours on {THUMB_W}x{THUMB_H} grey thumbnails: largest "
@@ -340,7 +344,7 @@ def check_camera_continuity(ctx: Context) -> Outcome:
               f"{t.continuity_ratio:g} x the neighbours' distance to each other, at least {t.continuity_floor:g})")
     if findings:
         detail += f"; {len(findings)} camera(s) failed, first: {findings[0]}"
-    return Outcome(not bad, detail, sorted(bad))
+    return Outcome(not bad, detail, sorted(bad), findings=found)
 
 
 # ------------------------------------------------------------------ image motion against joint motion

@@ -28,7 +28,10 @@ class Outcome:
 
     ``warned``: episodes with a finding that is kept (counted in the detail) but leaves them usable,
     e.g. dropped samples within the budget of a recorded stream: a passed row with warnings has status
-    ``warn``; under ``strict`` it is a failure naming those episodes."""
+    ``warn``; under ``strict`` it is a failure naming those episodes.
+
+    ``findings``: the findings that happen at a time of an episode (a gap, a jump, a frozen run, a frame
+    out of place), each a :func:`finding` dict; the detail still counts them all."""
 
     passed: bool
     detail: str
@@ -36,6 +39,22 @@ class Outcome:
     skipped: bool = False
     applicable: bool = True
     warned: list[str] = field(default_factory=list)
+    findings: list[dict] = field(default_factory=list)
+
+
+#: a row keeps at most this many timed findings per episode (the first in time; its detail counts them all)
+MAX_FINDINGS_PER_EPISODE = 100
+
+
+def finding(episode: str, t_ns: int, what: str, where: str = "", end_ns: int | None = None,
+            level: str = "fail") -> dict:
+    """One finding at a time of an episode: ``t_ns`` the dataset stamp (int ns) where it happens (a gap:
+    the last sample before it; a jump: the sample after it; a frozen run: its first frame; a frame out
+    of place: that frame), ``end_ns`` where it ends (a gap, a run) or None, ``where`` the stream
+    (``obs arms/right/qpos``) or camera (``camera head``), ``what`` in words, ``level`` ``fail`` or
+    ``warn`` (the episode stays usable)."""
+    return {"episode": str(episode), "t_ns": int(t_ns), "end_ns": None if end_ns is None else int(end_ns),
+            "where": where, "what": what, "level": level}
 
 
 STATUSES = ("pass", "warn", "fail", "skip")
@@ -54,6 +73,8 @@ class CheckResult:
     skipped: bool = False
     applicable: bool = True
     warned: list[str] = field(default_factory=list)
+    #: timed findings (:func:`finding` dicts), in episode order then time
+    findings: list[dict] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -317,11 +338,22 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
         if strict and out.skipped and out.applicable:
             out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes)
         if strict and out.warned and not out.skipped:
-            out = Outcome(False, f"warning, a failure under strict: {out.detail}", [*out.episodes, *out.warned])
+            out = Outcome(False, f"warning, a failure under strict: {out.detail}", [*out.episodes, *out.warned],
+                          findings=[dict(f, level="fail") for f in out.findings])
         rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
                                 sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable,
-                                sorted(set(out.warned), key=_id_key)))
+                                sorted(set(out.warned), key=_id_key), _kept_findings(out.findings)))
     return rows
+
+
+def _kept_findings(findings: list[dict]) -> list[dict]:
+    """The findings sorted by episode and time, at most :data:`MAX_FINDINGS_PER_EPISODE` per episode."""
+    out, per = [], {}
+    for f in sorted(findings, key=lambda f: (_id_key(f["episode"]), f["t_ns"], f["where"])):
+        per[f["episode"]] = per.get(f["episode"], 0) + 1
+        if per[f["episode"]] <= MAX_FINDINGS_PER_EPISODE:
+            out.append(f)
+    return out
 
 
 def _block_unusable(ds: Dataset, what: str) -> str:

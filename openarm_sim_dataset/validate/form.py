@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from .. import layout
 from ..atomic import TMP_PREFIX
 from .cameras import scan
-from .core import CheckFn, Context, Outcome
+from .core import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .integrity import check_integrity
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
@@ -135,7 +135,7 @@ def _relative(ctx: Context, path) -> str:
 
 
 def check_qpos_jumps(ctx: Context) -> Outcome:
-    bad, worst, first = set(), 0.0, None
+    bad, worst, first, found = set(), 0.0, None, []
     for ep, kind, key, s in _each_stream(ctx):
         if not key.endswith("/qpos") or len(s) < 2:
             continue
@@ -151,7 +151,14 @@ def check_qpos_jumps(ctx: Context) -> Outcome:
         if m > ctx.t.max_joint_step:
             bad.add(ep)
             first = first or f"episode {ep} {kind} {key}: {m:.3f} rad between consecutive samples (per median period)"
-    return Outcome(not bad, f"largest step {worst:.4f} rad (limit {ctx.t.max_joint_step})" + (f"; {first}" if first else ""), sorted(bad))
+            with np.errstate(invalid="ignore"):
+                over = step > ctx.t.max_joint_step
+            for i in np.flatnonzero(over.any(axis=1))[:MAX_FINDINGS_PER_EPISODE]:  # the sample after the jump
+                j = int(np.nanargmax(step[i]))
+                found.append(finding(ep, s.timestamps[i + 1], f"joint{j + 1} jumps {step[i, j]:.3f} rad",
+                                     f"{kind} {key}"))
+    return Outcome(not bad, f"largest step {worst:.4f} rad (limit {ctx.t.max_joint_step})" + (f"; {first}" if first else ""),
+                   sorted(bad), findings=found)
 
 
 @lru_cache(maxsize=1)
@@ -241,12 +248,14 @@ def check_cameras_present(ctx: Context) -> Outcome:
 
 
 def check_jpeg_frames(ctx: Context) -> Outcome:
-    results = [(ep, name, shp, err) for (ep, name), sc in scan(ctx).items() for shp, err in zip(sc.shapes, sc.errors)]
-    bad, problems, sizes = set(), [], {}
-    for ep, name, shp, err in results:
+    results = [(ep, name, shp, err, t) for (ep, name), sc in scan(ctx).items()
+               for shp, err, t in zip(sc.shapes, sc.errors, sc.timestamps.tolist())]
+    bad, problems, sizes, found = set(), [], {}, []
+    for ep, name, shp, err, t in results:
         if err:
             bad.add(ep)
             problems.append(err)
+            found.append(finding(ep, t, f"frame does not decode: {err.split(': ', 1)[-1]}", f"camera {name}"))
         else:
             sizes.setdefault(name, {}).setdefault(shp, set()).add(ep)
     for name, by_shape in sizes.items():
@@ -256,7 +265,8 @@ def check_jpeg_frames(ctx: Context) -> Outcome:
                 if shp != common:
                     bad |= eps
                     problems.append(f"camera {name}: frames of {shp[1]}x{shp[0]} besides {common[1]}x{common[0]}")
-    return Outcome(not bad, f"{len(results)} frames decoded" + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""), sorted(bad))
+    return Outcome(not bad, f"{len(results)} frames decoded" + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""),
+                   sorted(bad), findings=found)
 
 
 def check_camera_span(ctx: Context) -> Outcome:

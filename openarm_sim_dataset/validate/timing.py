@@ -25,12 +25,12 @@ Stamps that are not strictly increasing fail everywhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import layout, sidecar
-from .core import Context, Outcome
+from .core import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding
 
 OK, WARN, FAIL = 0, 1, 2
 
@@ -45,6 +45,8 @@ class Timing:
     dropped: int  # samples those gaps stand for
     fraction: float  # dropped / (stored + dropped)
     longest_s: float  # longest interval, s
+    #: where it happens: (start ns, end ns or None, what) of each gap or stamp out of order (the first ones)
+    marks: list = field(default_factory=list)
 
 
 def is_simulated(ctx: Context, ep: str) -> bool:
@@ -75,7 +77,10 @@ def judge(stamps: np.ndarray, hz: float | None, ctx: Context, simulated: bool, u
     if not len(d):
         return Timing(OK, None, 0, 0, 0.0, 0.0)
     if not np.all(d > 0):
-        return Timing(FAIL, "stamps not strictly increasing", 0, 0, 0.0, 0.0)
+        back = np.flatnonzero(d <= 0)[:MAX_FINDINGS_PER_EPISODE]
+        return Timing(FAIL, "stamps not strictly increasing", 0, 0, 0.0, 0.0,
+                      [(int(stamps[i + 1]), None, f"stamp {(-int(d[i])) / 1e6:.3f} ms before the previous one"
+                        if d[i] < 0 else "stamp equal to the previous one") for i in back])
     t = ctx.t
     med = float(np.median(d))
     level, problems = OK, []
@@ -101,7 +106,9 @@ def judge(stamps: np.ndarray, hz: float | None, ctx: Context, simulated: bool, u
                f"{t.max_gap_seconds:g} s longest")
         problems.append(f"{gaps} gap(s) > {t.gap_periods:g} periods (dropped {unit}: {dropped}, fraction "
                         f"{fraction:.3f}, longest {longest * 1e3:.1f} ms; {why})")
-    return Timing(level, "; ".join(problems) or None, gaps, dropped, fraction, longest)
+    marks = [(int(stamps[i]), int(stamps[i + 1]), f"gap of {d[i] / 1e6:.1f} ms ({d[i] / period:.1f} periods)")
+             for i in np.flatnonzero(long)[:MAX_FINDINGS_PER_EPISODE]]
+    return Timing(level, "; ".join(problems) or None, gaps, dropped, fraction, longest, marks)
 
 
 class Tally:
@@ -115,6 +122,7 @@ class Tally:
         self.warn_first: str | None = None
         self.n = self.gaps = self.dropped = self.n_fail = self.n_warn = 0
         self.worst_fraction = self.worst_gap = 0.0
+        self.findings: list[dict] = []
 
     def add(self, ep: str, where: str, tm: Timing) -> None:
         self.n += 1
@@ -131,6 +139,9 @@ class Tally:
             self.n_warn += 1
             self.warned.add(ep)
             self.warn_first = self.warn_first or f"{where}: {tm.problem}"
+        if tm.level != OK:
+            level, place = "fail" if tm.level == FAIL else "warn", where.removeprefix(f"episode {ep} ")
+            self.findings += [finding(ep, t0, what, place, t1, level) for t0, t1, what in tm.marks]
 
     def outcome(self, head: str) -> Outcome:
         detail = (f"{head}, {self.gaps} dropped-sample gaps ({self.dropped} samples; worst fraction "
@@ -139,7 +150,8 @@ class Tally:
             detail += f"; {self.n_fail} failed, first: {self.fail_first}"
         if self.n_warn:
             detail += f"; {self.n_warn} warned (usable), first: {self.warn_first}"
-        return Outcome(not self.failed, detail, sorted(self.failed), warned=sorted(self.warned - self.failed))
+        return Outcome(not self.failed, detail, sorted(self.failed), warned=sorted(self.warned - self.failed),
+                       findings=self.findings)
 
 
 def _streams(ctx: Context):
@@ -208,7 +220,10 @@ def coverage(cam_stamps: np.ndarray, lo: int, hi: int, period: float, ctx: Conte
     edges = ", ".join(f"{w} {e / 1e6:.1f} ms {'after the state streams start' if w == 'starts' else 'before they end'}"
                       f" ({e / period:.1f} periods)" for w, e in late)
     problem = f"{edges} (frames not recorded: {dropped}, fraction {fraction:.3f}; {why})"
-    return Timing(FAIL if exact or over else WARN, problem, len(late), dropped, fraction, longest)
+    first, last = int(cam_stamps[0]), int(cam_stamps[-1])
+    marks = [(int(lo), first, f"first frame {e / 1e6:.1f} ms after the state streams start") if w == "starts" else
+             (last, int(hi), f"last frame {e / 1e6:.1f} ms before the state streams end") for w, e in late]
+    return Timing(FAIL if exact or over else WARN, problem, len(late), dropped, fraction, longest, marks)
 
 
 def check_camera_coverage(ctx: Context) -> Outcome:
@@ -258,4 +273,5 @@ def check_camera_coverage(ctx: Context) -> Outcome:
         detail += f"; {tally.n_fail} failed, first: {tally.fail_first}"
     if tally.n_warn:
         detail += f"; {tally.n_warn} warned (usable), first: {tally.warn_first}"
-    return Outcome(not tally.failed, detail, sorted(tally.failed), warned=sorted(tally.warned - tally.failed))
+    return Outcome(not tally.failed, detail, sorted(tally.failed), warned=sorted(tally.warned - tally.failed),
+                   findings=tally.findings)
