@@ -304,4 +304,6 @@ def test_simulated_edits_validate_and_survive_merge_and_convert(generated, tmp_p
     run_cli("edit", a, e2, "--trim", "0", "1", "6", "-q")
     ed = _meta(e2)["edited_from"]
     assert ed["path"] == str(a.resolve()) and ed["previous"]["path"] == str(generated.resolve())
-    _valid(e2)
+    report = _valid(e2, regenerate=["0"])  # trimmed twice: the regenerated episode cut as its record says
+    regen = {r.check: r for r in report}["sim_regenerate"]
+    assert regen.status == "pass" and "1 trimmed" in regen.detail, regen.detail

@@ -4,8 +4,12 @@ episodes generated again from their seed and compared array for array (on reques
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from .. import sidecar
+from ..errors import DatasetError
 from .core import Context, EpisodeCheck, Outcome
 from .sim_model import (
     ModelProblem, _cameras, _sidecar_and_model, _sim, camera_episodes, model, physics_only, renderer, same_renderer,
@@ -102,12 +106,18 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
     # the recorded task list and randomisation mode too: the right task on the right model is rebuilt
     cfg = config_from_simulation(sim, scene_config(ctx))
     r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
-    bad, arrays, first = [], 0, None
+    bad, arrays, first, trimmed = [], 0, None, 0
     for ep in ctx.regenerate:
         index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
         rec = record_index(cfg, index, model(ctx), r)
         side, fr = ctx.sidecar(ep), ctx.frames(ep)
         diffs = []
+        if isinstance(side, dict) and sidecar.TRIM_KEY in side:
+            trimmed += 1
+            try:
+                rec = _trimmed_like(rec, side, ctx.sim_dir(ep) / sidecar.SIDECAR_FILE)
+            except (DatasetError, KeyError, TypeError, ValueError) as e:
+                diffs.append(f"trim record unusable ({e})")
         if not isinstance(side, dict) or not isinstance(fr, dict):
             diffs.append("stored sidecar unreadable")
         else:
@@ -136,4 +146,24 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
             bad.append(ep)
             first = first or f"episode {ep}: differs in {', '.join(diffs[:4])}"
     return Outcome(not bad, f"{len(ctx.regenerate)} episode(s) regenerated from their seed, {arrays} arrays compared"
+                   + (f" ({trimmed} trimmed by dataset-edit: the regenerated episode cut as its trim record says)"
+                      if trimmed else "")
                    + (f"; {first}" if first else ""), bad)
+
+
+def _trimmed_like(rec, side: dict, path):
+    """A regenerated episode cut as a trimmed one's ``trim`` record says (``dataset-edit``): the same
+    :func:`openarm_sim_dataset.edit.trim_sidecar` on its arrays, its streams and frames kept within the
+    kept frames' stamps."""
+    import dataclasses
+
+    from ..edit import _slice_component, trim_sidecar
+
+    f0, f1 = (int(k) for k in (sidecar.read_json(side, sidecar.TRIM_KEY, path) or {})["frames"])
+    new_side, new_frames = trim_sidecar(rec.sidecar, rec.frames, f0, f1)
+    lo, hi = int(rec.sidecar["frame_timestamp"][f0]), int(rec.sidecar["frame_timestamp"][f1])
+    data = copy.copy(rec.data)
+    data.obs = {k: _slice_component(c, lo, hi) for k, c in rec.data.obs.items()}
+    data.action = {k: _slice_component(c, lo, hi) for k, c in rec.data.action.items()}
+    data.cameras = {n: [(t, b) for t, b in frames if lo <= t <= hi] for n, frames in rec.data.cameras.items()}
+    return dataclasses.replace(rec, sidecar=new_side, frames=new_frames, data=data)
