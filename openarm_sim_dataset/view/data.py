@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +89,38 @@ def envelope(t: np.ndarray, v: np.ndarray, max_points: int = MAX_PLOT_POINTS) ->
         keep.append(edges[:-1] + np.array([int(np.argmax(hi[a:b])) for a, b in zip(edges[:-1], edges[1:])]))
     keep.append(np.array([n - 1]))
     return np.unique(np.concatenate(keep))
+
+
+_NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _footer_span(path: Path) -> tuple[int, int, None] | None:
+    """(first, last) stamp (int ns) of a stream from its parquet footer: the min/max statistics of the
+    ``timestamp`` column that every writer of the format records (~0.1 ms, no column read); None when
+    the footer has none (then the caller reads the column). Only the list's durations come from here:
+    the episode page, like the validator, reads the stamps themselves."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        md = pq.read_metadata(path)
+        schema = md.schema.to_arrow_schema()
+        i = schema.get_field_index(layout.TIMESTAMP_COLUMN)
+        typ = schema.field(i).type if i >= 0 else None
+        if typ is None or not pa.types.is_timestamp(typ) or md.num_rows == 0:
+            return None
+        lo = hi = None
+        for g in range(md.num_row_groups):
+            col = md.row_group(g).column(i)
+            st = col.statistics
+            if st is None or not st.has_min_max or not isinstance(st.min_raw, int):
+                return None
+            lo = st.min_raw if lo is None else min(lo, st.min_raw)
+            hi = st.max_raw if hi is None else max(hi, st.max_raw)
+        f = _NS_PER_UNIT[typ.unit]
+        return lo * f, hi * f, None
+    except (OSError, ValueError, KeyError, IndexError, TypeError):  # pyarrow's errors are OSError/ValueError
+        return None
 
 
 class ValidationRun:
@@ -219,7 +250,6 @@ class ViewData:
         self._spans: dict[tuple, tuple] = {}
         self._cameras: OrderedDict[tuple[str, str], tuple[tuple, Camera]] = OrderedDict()
         self._list_cache: tuple | None = None
-        self._pool = ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2), thread_name_prefix="view")
 
     # ---------------------------------------------------------------- metadata
     def _stat_key(self):
@@ -270,20 +300,37 @@ class ViewData:
                 "frequencies": _json_value(meta.data.get("frequencies")),
                 "validation": self.validation.status()}
 
-    def _span(self, ds: Dataset, ep: dict) -> tuple[int | None, int | None, str | None]:
+    def _first_stream(self, ds: Dataset, ep: dict, ep_id: str) -> Path | None:
+        """The episode's first obs stream (else action): for the 0.4.0 layout straight from the declared
+        embodiments (string paths, one stat each: the list's hot loop), else as the reader finds it."""
+        if ds.version == layout.FORMAT_VERSION:
+            base = os.path.join(ds.root, layout.EPISODES_DIR, ep_id)
+            for kind in layout.KINDS:
+                for emb in ds.meta.embodiments:
+                    for comp in emb.components or (None,):
+                        parts = [base, kind, layout.check_name(emb.name, "embodiment name")]
+                        p = os.path.join(*parts, comp, layout.STATE_FILE) if comp else os.path.join(*parts, layout.STATE_FILE)
+                        if os.path.isfile(p):
+                            return Path(p)
+            return None
+        files = ds.stream_files(ep, "obs") or ds.stream_files(ep, "action")
+        return files[0].path if files else None
+
+    def _span(self, ds: Dataset, ep: dict, ep_id: str) -> tuple[int | None, int | None, str | None]:
         """(first, last) stamp of the episode's first obs stream (else action), cached per file version;
         an unreadable stream gives (None, None, the error)."""
         try:
-            files = ds.stream_files(ep, "obs") or ds.stream_files(ep, "action")
-            if not files:
+            path = self._first_stream(ds, ep, ep_id)
+            if path is None:
                 return None, None, "no obs or action stream"
-            path = files[0].path
             st = path.stat()
             key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
             hit = self._spans.get(key)
             if hit is None:
-                ts, _ = read_timestamps(path)
-                hit = (int(ts[0]), int(ts[-1]), None) if len(ts) else (None, None, "empty stream")
+                hit = _footer_span(path)
+                if hit is None:  # no statistics in the footer: the column itself
+                    ts, _ = read_timestamps(path)
+                    hit = (int(ts[0]), int(ts[-1]), None) if len(ts) else (None, None, "empty stream")
                 self._spans[key] = hit
             return hit
         except (DatasetError, OSError) as e:
@@ -318,8 +365,8 @@ class ViewData:
         meta = ds.meta
         eps = meta.episodes
         ids = list(self._ids)
-        spans = list(self._pool.map(lambda ep: self._span(ds, ep), eps, chunksize=16))
-        cams = list(self._pool.map(lambda i: self._camera_presence(ds, i), ids, chunksize=16))
+        spans = [self._span(ds, ep, i) for ep, i in zip(eps, ids)]  # ~0.1 ms each (a footer); threads would only add overhead
+        cams = [self._camera_presence(ds, i) for i in ids]
         verdicts = self._verdicts(ids)
         tasks = meta.tasks
         rows = []
@@ -520,7 +567,6 @@ class ViewData:
 
     def close(self) -> None:
         self.validation.stop()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         with self.lock:
             for _, cam in self._cameras.values():
                 cam.close()

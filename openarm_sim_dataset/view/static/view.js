@@ -287,7 +287,7 @@
       this.markers = [];
       ep.findings.forEach((f, i) => {
         const left = 100 * f.t_ns / this.dur;
-        const span = f.end_ns !== null && f.end_ns > f.t_ns;
+        const span = f.end_ns !== null && (f.end_ns - f.t_ns) / this.dur > 0.004;  // narrower: a point marker
         const m = el("div", {class: `marker ${f.level === "warn" ? "warn" : ""} ${span ? "span" : ""}`, dataset: {tNs: f.t_ns, check: f.check, index: i},
           title: `${f.check} at ${fmtS(f.t_ns)} s${span ? `–${fmtS(f.end_ns)} s` : ""}: ${f.what}${f.where ? ` (${f.where})` : ""}`});
         m.style.left = `${left}%`;
