@@ -35,6 +35,8 @@ from openarm_sim_dataset.camera import Camera
 from openarm_sim_dataset.dataset import Dataset
 from openarm_sim_dataset.metadata import Metadata
 
+pytestmark = pytest.mark.xdist_group("test_view")  # one worker: the planted dataset and one browser, built once
+
 #: the planted jump: obs arms/right qpos joint1 + 0.5 rad at this sample of episode 1
 JUMP_ROW, JUMP_RAD = 300, 0.5
 
@@ -501,7 +503,13 @@ def test_browser_plot_click_keys_and_screenshots(served, faulty, browser):
     out = REPO / "docs" / "images"
     out.mkdir(parents=True, exist_ok=True)
     _open_episode(b, served, "0", round((faulty["gap_frame"] - 4_000_000 - t0) / 1e9, 9))
-    (out / "view_episode.png").write_bytes(b.screenshot())
+    height = b.js("document.documentElement.scrollHeight")  # the whole page: cameras, slider, plots, findings
+    b.call("Emulation.setDeviceMetricsOverride", width=1400, height=height, deviceScaleFactor=1, mobile=False)
+    try:
+        b.wait(SHOWN)
+        (out / "view_episode.png").write_bytes(b.screenshot())
+    finally:
+        b.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
     b.goto(served.url + "#/")
     b.wait("document.body.dataset.page === 'list'")
     b.call("Emulation.setDeviceMetricsOverride", width=1400, height=330, deviceScaleFactor=1, mobile=False)

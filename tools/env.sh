@@ -15,10 +15,16 @@ case "${MUJOCO_GL:-egl}" in
   *) _env_pkgs="$(_env_missing libegl1 libegl-mesa0 libgl1-mesa-dri)" ;;
 esac
 python3 -c "import ensurepip, venv" 2>/dev/null || _env_pkgs="$_env_pkgs python3-venv"
+# dataset-view's browser tests (tests/test_view.py, slow set) drive a real headless Chromium: CI asks for it
+# (.ci/run sets OPENARM_TEST_BROWSER=1, and then those tests fail rather than skip without it); any other
+# run leaves it out, and the tests skip, saying so (OPENARM_CHROMIUM=PATH names another browser binary)
+if [ "${OPENARM_TEST_BROWSER:-0}" = 1 ] && [ -z "${OPENARM_CHROMIUM:-}" ]; then
+  _env_pkgs="$_env_pkgs $(_env_missing chromium)"
+fi
 _env_pkgs="$(echo $_env_pkgs)"
 if [ -n "$_env_pkgs" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "tools/env.sh: installing $_env_pkgs (headless rendering / venv)" >&2
+    echo "tools/env.sh: installing $_env_pkgs (headless rendering / venv / browser tests)" >&2
     apt-get update -qq
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $_env_pkgs >/dev/null
