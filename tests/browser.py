@@ -47,7 +47,8 @@ class WebSocket:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                           "Sec-WebSocket-Version: 13\r\n\r\n").encode())
         head = b""
         while b"\r\n\r\n" not in head:
             chunk = self.sock.recv(4096)
@@ -176,13 +177,15 @@ class Browser:
         """The value of a JavaScript expression in the page (promises awaited)."""
         r = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in r:
-            raise RuntimeError(f"JavaScript error: {r['exceptionDetails'].get('exception', {}).get('description') or r['exceptionDetails']}")
+            details = r["exceptionDetails"]
+            raise RuntimeError(f"JavaScript error: {details.get('exception', {}).get('description') or details}")
         return r.get("result", {}).get("value")
 
     def wait(self, expression: str, timeout: float = 20.0, what: str | None = None):
         """Poll until the expression is truthy; its value."""
         deadline = time.monotonic() + timeout
-        guarded = f"(() => {{ try {{ return ({expression}); }} catch (e) {{ return false; }} }})()"  # page still loading
+        # an error (the page still loading) counts as not yet
+        guarded = f"(() => {{ try {{ return ({expression}); }} catch (e) {{ return false; }} }})()"
         while True:
             v = self.js(guarded)
             if v:
@@ -194,7 +197,8 @@ class Browser:
     def rect(self, selector: str) -> dict:
         """The bounding box (CSS px, viewport) of the first element matching ``selector``."""
         r = self.js(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null; "
-                    "const b = e.getBoundingClientRect(); return {x: b.x, y: b.y, width: b.width, height: b.height}; })()")
+                    "const b = e.getBoundingClientRect(); "
+                    "return {x: b.x, y: b.y, width: b.width, height: b.height}; })()")
         if r is None:
             raise LookupError(f"no element {selector}")
         return r

@@ -9,7 +9,6 @@ so only the checks of meaning see the faults."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -51,7 +50,8 @@ def _build(generated: Path, out: Path) -> dict:
     t = pq.read_table(f)
     rows = t.column("qpos").to_pylist()
     rows[JUMP_ROW][0] += JUMP_RAD
-    pq.write_table(t.set_column(t.schema.get_field_index("qpos"), "qpos", pa.array(rows, type=pa.list_(pa.float32()))), f)
+    qpos = pa.array(rows, type=pa.list_(pa.float32()))
+    pq.write_table(t.set_column(t.schema.get_field_index("qpos"), "qpos", qpos), f)
     jump_ts = t.column("timestamp").cast(pa.int64()).to_numpy()[JUMP_ROW : JUMP_ROW + 2].tolist()
     for cam_dir in sorted((ep1 / "cameras").iterdir()):
         Camera(cam_dir.name, cam_dir).write(cam_dir, format="tar")
@@ -135,7 +135,8 @@ def test_findings_carry_episode_and_time(faulty):
     assert {f["where"] for f in cams} == {"camera head", "camera wrist_right", "camera wrist_left"}
     # the jump: at the planted sample and back at the next one
     jumps = rows["qpos_jumps"]["findings"]
-    assert {(f["episode"], f["t_ns"], f["where"]) for f in jumps} == {("1", t, "obs arms/right/qpos") for t in faulty["jump_ts"]}
+    assert {(f["episode"], f["t_ns"], f["where"]) for f in jumps} == \
+        {("1", t, "obs arms/right/qpos") for t in faulty["jump_ts"]}
     assert all(re.fullmatch(r"joint1 jumps 0\.5\d\d rad", f["what"]) for f in jumps), jumps
     assert faulty["doc"]["episodes"] == {"0": False, "1": False, "2": True, "3": True}
     assert rows["integrity"]["status"] == "pass"  # resealed: only the checks of meaning see the faults
@@ -160,7 +161,7 @@ def test_frozen_and_out_of_place_frames_are_timed(generated, tmp_path):
     head = Camera("head", src / "episodes/0/cameras/head")
     wrist = Camera("wrist_right", src / "episodes/0/cameras/wrist_right")
     head.frame_path(7).write_bytes(wrist.read_bytes(7))
-    row = {r.check: r for r in validate(Dataset(src), simulation=False, checks=["camera_continuity"])}["camera_continuity"]
+    (row,) = validate(Dataset(src), simulation=False, checks=["camera_continuity"])
     assert row.status == "fail" and [(x["episode"], x["t_ns"], x["where"]) for x in row.findings] == \
         [("0", int(head.timestamps[7]), "camera head")], row.findings
 
@@ -191,10 +192,12 @@ def test_episode_page_data(served, faulty):
     obs = ds.streams("0", "obs")
     act = ds.streams("0", "action")
     cams = ds.load_cameras("0")
-    t0 = min([int(s.timestamps[0]) for s in [*obs.values(), *act.values()]] + [int(c.timestamps[0]) for c in cams.values()])
+    t0 = min([int(s.timestamps[0]) for s in [*obs.values(), *act.values()]]
+             + [int(c.timestamps[0]) for c in cams.values()])
     assert ep["t0_ns"] == str(t0) and (ep["prev"], ep["next"], ep["count"]) == (None, "1", 4)
     for c in ep["cameras"]:
-        assert c["t_ns"] == (cams[c["name"]].timestamps - t0).tolist() and c["stamps"] == [str(x) for x in cams[c["name"]].timestamps]
+        stamps = cams[c["name"]].timestamps
+        assert c["t_ns"] == (stamps - t0).tolist() and c["stamps"] == [str(x) for x in stamps]
     # plots: qpos with the command, qvel; values as stored (rounded to 1e-5)
     panels = {p["id"]: p for p in ep["panels"]}
     assert list(panels) == ["arms/right/qpos", "arms/right/qvel", "arms/left/qpos", "arms/left/qvel"]
@@ -236,7 +239,8 @@ def test_frames_from_folders_and_tars(served, faulty):
             for i in (0, len(cam) // 2, len(cam) - 1):
                 code, headers, body = get(served, f"/api/frame/{ep_id}/{name}/{cam.timestamps[i]}.jpeg")
                 assert code == 200 and headers["Content-Type"] == "image/jpeg"
-                want = (faulty["generated"] / "episodes" / ep_id / "cameras" / name / f"{cam.timestamps[i]}.jpeg").read_bytes()
+                want = (faulty["generated"] / "episodes" / ep_id / "cameras" / name
+                        / f"{cam.timestamps[i]}.jpeg").read_bytes()
                 assert body == want == cam.read_bytes(i)
 
 
@@ -381,7 +385,8 @@ def _open_episode(b, server, ep: str, t_s: float | None = None) -> None:
     b.goto(server.url + "#/")  # a fresh page each time (the fragment alone would not reload)
     b.wait("document.body.dataset.page === 'list'")
     b.goto(server.url + f"#/episode/{ep}" + ("" if t_s is None else f"?t={t_s}"))
-    b.wait(f"document.body.dataset.page === 'episode' && document.querySelector('h1').textContent === 'Episode {ep}' && {SHOWN}")
+    b.wait(f"document.body.dataset.page === 'episode' && "
+           f"document.querySelector('h1').textContent === 'Episode {ep}' && {SHOWN}")
 
 
 def _shown(b) -> dict:
@@ -492,7 +497,8 @@ def test_browser_plot_click_keys_and_screenshots(served, faulty, browser):
     # the right arrow: the next frame of the first camera, exactly at its stamp
     b.js("document.getElementById('scrub').focus()")
     b.key("ArrowRight", key_code=39)
-    b.wait(f"+document.getElementById('scrub').getAttribute('aria-valuenow') === {int(head.timestamps[i + 1]) - t0} && {SHOWN}")
+    step = int(head.timestamps[i + 1]) - t0
+    b.wait(f"+document.getElementById('scrub').getAttribute('aria-valuenow') === {step} && {SHOWN}")
     assert _shown(b)["head"]["ts"] == str(head.timestamps[i + 1])
     # "]" jumps to the next finding
     b.key("Home", key_code=36)
@@ -566,7 +572,8 @@ def test_browser_lists_1000_episodes_in_under_a_second(generated, tmp_path, brow
         b.goto("about:blank")
         t = time.perf_counter()
         b.goto(server.url + "#/")
-        b.wait("document.body.dataset.page === 'list' && document.querySelectorAll('#episodes tbody tr').length === 1000")
+        b.wait("document.body.dataset.page === 'list' && "
+               "document.querySelectorAll('#episodes tbody tr').length === 1000")
         wall = time.perf_counter() - t
         nav = b.js("performance.now()")  # ms since this page's navigation started, read after the list showed
         # the page's load, /api/dataset, the first (cold) /api/episodes and 1000 rows in the DOM; the

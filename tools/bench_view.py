@@ -82,8 +82,8 @@ def browser_run(big: Path, n: int) -> float:
         b.goto("about:blank")
         t = time.perf_counter()
         b.goto(server.url + "#/")
-        b.wait(f"document.body.dataset.page === 'list' && document.querySelectorAll('#episodes tbody tr').length === {n}",
-               timeout=60)
+        b.wait(f"document.body.dataset.page === 'list' && "
+               f"document.querySelectorAll('#episodes tbody tr').length === {n}", timeout=60)
         return time.perf_counter() - t
     finally:
         b.close()
@@ -137,7 +137,8 @@ def main() -> None:
         r0 = runs[0]
         print(f"{a.episodes} episodes, medians of {a.repeat} (ms):")
         print(f"  dataset-view process: start to URL {med([r['start'] for r in runs]):.0f} (reads metadata.yaml)")
-        print(f"  GET /api/episodes cold {med([r['list_cold'] for r in runs]):.0f}, warm {med([r['list_warm'] for r in runs]):.1f} "
+        print(f"  GET /api/episodes cold {med([r['list_cold'] for r in runs]):.0f}, "
+              f"warm {med([r['list_warm'] for r in runs]):.1f} "
               f"({r0['rows']} rows, {r0['list_bytes'] / 1e3:.0f} kB)")
         print(f"  GET /api/episode/<id> {med([r['episode'] for r in runs]):.0f}; one frame "
               + (f"{med([r['frame'] for r in runs]):.1f}" if r0["frame"] is not None else "n/a"))

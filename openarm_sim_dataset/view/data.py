@@ -150,7 +150,7 @@ class ValidationRun:
             raise DatasetError(path, f"cannot read ({e.strerror})") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise DatasetError(path, f"not a dataset-validate --json report ({e})") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list) or not isinstance(doc.get("episodes"), dict):
+        if not (isinstance(doc, dict) and isinstance(doc.get("rows"), list) and isinstance(doc.get("episodes"), dict)):
             raise DatasetError(path, "not a dataset-validate --json report (no 'rows' list and 'episodes' mapping)")
         unknown = sorted(set(doc["episodes"]) - set(episode_ids))
         if unknown:
@@ -212,7 +212,8 @@ class ValidationRun:
             rep = self.report
             out = {"state": self.state, "source": self.source, "message": self.message, "version": self.version,
                    "started": self.started, "finished": self.finished,
-                   "elapsed_s": None if self.started is None else round((self.finished or time.time()) - self.started, 1)}
+                   "elapsed_s": None if self.started is None
+                   else round((self.finished or time.time()) - self.started, 1)}
             if rep is not None:
                 out.update(valid=rep.get("valid"), checks=rep.get("checks"), strict=rep.get("strict"),
                            rows=[{k: r.get(k) for k in ("check", "status", "detail", "episodes", "warned")}
@@ -308,8 +309,8 @@ class ViewData:
             for kind in layout.KINDS:
                 for emb in ds.meta.embodiments:
                     for comp in emb.components or (None,):
-                        parts = [base, kind, layout.check_name(emb.name, "embodiment name")]
-                        p = os.path.join(*parts, comp, layout.STATE_FILE) if comp else os.path.join(*parts, layout.STATE_FILE)
+                        parts = [base, kind, layout.check_name(emb.name, "embodiment name"), *([comp] if comp else [])]
+                        p = os.path.join(*parts, layout.STATE_FILE)
                         if os.path.isfile(p):
                             return Path(p)
             return None
@@ -347,12 +348,13 @@ class ViewData:
                     present = {e.name for e in it}
             except OSError:
                 present = set()
-            return [{"name": n, "format": "dir" if n in present else "tar" if n + layout.TAR_SUFFIX in present else None}
-                    for n in names]
+            return [{"name": n, "format": "dir" if n in present else "tar" if n + layout.TAR_SUFFIX in present
+                     else None} for n in names]
         out = []
         for n in names:
             p = layout.camera_dir(ds.root, ep_id, n, ds.version, ds.meta.stored_camera_name(n))
-            out.append({"name": n, "format": "dir" if p.is_dir() else "tar" if p.with_name(p.name + ".tar").is_file() else None})
+            tar = p.with_name(p.name + layout.TAR_SUFFIX)
+            out.append({"name": n, "format": "dir" if p.is_dir() else "tar" if tar.is_file() else None})
         return out
 
     def episode_list(self) -> dict:
@@ -365,7 +367,8 @@ class ViewData:
         meta = ds.meta
         eps = meta.episodes
         ids = list(self._ids)
-        spans = [self._span(ds, ep, i) for ep, i in zip(eps, ids)]  # ~0.1 ms each (a footer); threads would only add overhead
+        # ~0.1 ms each (a footer): threads would only add their overhead
+        spans = [self._span(ds, ep, i) for ep, i in zip(eps, ids)]
         cams = [self._camera_presence(ds, i) for i in ids]
         verdicts = self._verdicts(ids)
         tasks = meta.tasks

@@ -103,7 +103,8 @@ class Handler(BaseHTTPRequestHandler):
                     raise NotFound(f"no static file {name!r}")
                 return self._send(200, static_bytes(name), STATIC[name], {"Cache-Control": "no-cache"})
             if path == "/favicon.ico":
-                return self._send(200, static_bytes("favicon.svg"), STATIC["favicon.svg"], {"Cache-Control": "max-age=86400"})
+                return self._send(200, static_bytes("favicon.svg"), STATIC["favicon.svg"],
+                                  {"Cache-Control": "max-age=86400"})
             if path == "/api/dataset":
                 return self._json(data.summary())
             if path == "/api/episodes":
