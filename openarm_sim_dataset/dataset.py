@@ -135,10 +135,10 @@ class Dataset:
             return eps[int(episode)]
         else:
             want = layout.check_name(episode, "episode id")
-        for ep in eps:
-            if layout.check_name(ep["id"], "episode id") == want:
-                return ep
-        raise KeyError(f"{self.root / layout.METADATA_FILE}: no episode with id {want!r}")
+        try:
+            return eps[self.meta.index_of(want)]
+        except KeyError:
+            raise KeyError(f"{self.root / layout.METADATA_FILE}: no episode with id {want!r}") from None
 
     def episode_id(self, episode: EpisodeRef) -> str:
         return layout.check_name(self.episode(episode)["id"], "episode id", self.root / layout.METADATA_FILE)
@@ -498,10 +498,20 @@ class SampleSequence(Sequence):
         self._cursor: Iterator[Sample] | None = None
 
     # -------------------------------------------------------------- sizes
-    def _sizes(self) -> np.ndarray:
-        if self._offsets is None:
-            self._lengths = [len(self._ds.sample_grid(ep, self._hz)) for ep in self._episodes]
+    def _sizes(self, upto: int | None = None) -> np.ndarray:
+        """Offsets of the episodes' first samples, read up to the episode holding sample ``upto``
+        (None: all): the first sample of a 100,000-episode dataset reads one episode's stamps."""
+        if self._lengths is None:
+            self._lengths = []
+        n = len(self._episodes)
+        if len(self._lengths) < n and (upto is None or self._offsets is None or self._offsets[-1] <= upto):
+            total = int(self._offsets[-1]) if self._offsets is not None else 0
+            while len(self._lengths) < n and (upto is None or total <= upto):
+                self._lengths.append(len(self._ds.sample_grid(self._episodes[len(self._lengths)], self._hz)))
+                total += self._lengths[-1]
             self._offsets = np.cumsum([0] + self._lengths)
+        if self._offsets is None:
+            self._offsets = np.zeros(1, dtype=np.int64)
         return self._offsets
 
     def __len__(self) -> int:
@@ -522,7 +532,7 @@ class SampleSequence(Sequence):
         return self._cached[1], self._cached[2]
 
     def _item(self, k: int) -> Sample:
-        offsets = self._sizes()
+        offsets = self._sizes(k)
         e = int(np.searchsorted(offsets, k, side="right") - 1)
         plan, converted = self._episode(e)
         j = k - int(offsets[e])
@@ -535,10 +545,15 @@ class SampleSequence(Sequence):
             return [self._item(k) for k in range(*index.indices(len(self)))]
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
             raise TypeError(f"sample indices must be integers or slices, not {type(index).__name__}")
+        index = int(index)
+        if index >= 0:
+            offsets = self._sizes(index)
+            if index < offsets[-1]:
+                return self._item(index)
         n = len(self)
-        if not -n <= int(index) < n:
+        if not -n <= index < n:
             raise IndexError(f"sample index {index} out of range ({n} samples)")
-        return self._item(int(index) % n)
+        return self._item(index % n)
 
     def __iter__(self) -> Iterator[Sample]:
         if self._state is not None:
@@ -567,7 +582,7 @@ class SampleSequence(Sequence):
         return next(self._cursor)
 
     def __repr__(self) -> str:
-        n = "?" if self._offsets is None else str(len(self))
+        n = "?" if self._offsets is None or len(self._lengths or ()) < len(self._episodes) else str(len(self))
         return f"SampleSequence({n} samples of {len(self._episodes)} episode(s) at {self._hz:g} Hz, align={self._align!r})"
 
 

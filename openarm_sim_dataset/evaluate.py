@@ -37,7 +37,7 @@ from .sim.generate import (GenerateConfig, LEGACY_LOCK_FILE, check_compatible, c
 from .sim.scene import SceneConfig
 from .sim.tasks import DEFAULT_TASK, resolve_tasks
 from .stats import Z95, newcombe_paired, sign_test, wilson_interval
-from .writer import commit_episode, remove_uncommitted
+from .writer import close_log, commit_episode, remove_uncommitted
 
 __all__ = ["EvaluateError", "Job", "EpisodeOutcome", "run_episode", "evaluate", "jobs_for", "jobs_from_dataset",
            "summarize", "compare", "paired_counts", "load_rollouts"]
@@ -421,6 +421,7 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
             report.made += 1
             if progress:
                 progress(job, entry)
+        close_log(out, meta)
         order = {j.id: k for k, j in enumerate(jobs)}
         report.episodes.sort(key=lambda e: order.get(str(e["id"]), len(order)))
         report.stats = summarize(report.episodes, names)

@@ -47,48 +47,125 @@ from .streams import read_timestamps
 HASH_PREFIX = 12
 
 
-def dataset_info(root: str | os.PathLike | Dataset) -> dict[str, Any]:
+#: From this many episodes on, the per-episode figures are gathered by worker processes.
+PARALLEL_MIN = 400
+
+
+def _episode_figures(ds: Dataset, ep: dict) -> dict:
+    """One episode's figures: its entry, its streams' and cameras' spans, and the bytes of its folder
+    (files with one link summed; hard-linked ones returned by inode, counted once over the dataset)."""
+    ep_id = ds.episode_id(ep)
+    first, last, streams, cameras = [], [], [], []
+    for kind in layout.KINDS:
+        for f in ds.stream_files(ep, kind):
+            ts, names = read_timestamps(f.path)
+            attrs = [f.attribute] if f.attribute else [n for n in names if n != layout.TIMESTAMP_COLUMN]
+            span = (len(ts), int(ts[-1] - ts[0])) if len(ts) else None
+            streams.append((kind, f.prefix, attrs, list(f.columns), len(ts), span))
+            if len(ts):
+                first.append(int(ts.min()))
+                last.append(int(ts.max()))
+    for name in ds.camera_names:
+        cam = ds.load_camera(name, ep)
+        size = jpeg_size(cam.get_frame(0).read_bytes(), cam.frame_path(0)) if cam.num_frames else None
+        span = (cam.num_frames, int(cam.timestamps[-1] - cam.timestamps[0])) if cam.num_frames else None
+        cameras.append((name, cam.format, cam.num_frames, size, span))
+    start, end = (min(first), max(last)) if first else (None, None)
+    entry = {
+        "id": ep_id,
+        "task_index": ep.get("task_index"),
+        "success": ep.get("success"),
+        "valid": ep.get("valid"),
+        "validated_at": None if ep.get("validated_at") is None else str(ep.get("validated_at")),
+        "duration_s": (end - start) / 1e9 if first else 0.0,
+        "start_ns": start,
+        "end_ns": end,
+    }
+    if "outcome" in ep:
+        entry["outcome"] = ep["outcome"]
+    disk, shared = _tree_bytes(ds.root, ds.episode_path(ep))
+    return {"entry": entry, "streams": streams, "cameras": cameras, "disk": disk, "shared": shared}
+
+
+def _chunk_figures(root: str, camera_names: list[str], ids: list[str]) -> list:
+    """Worker: the figures of episodes ``ids`` of ``root`` (an error comes back as a tuple, as the
+    package's errors do not all survive pickling)."""
+    from . import errors
+
+    try:
+        ds = Dataset(root, camera_names=camera_names)
+        return [_episode_figures(ds, ds.episode(i)) for i in ids]
+    except errors.DatasetError as e:
+        return [("error", type(e).__name__, str(e.path), e.message)]
+
+
+def _all_figures(ds: Dataset, workers: int) -> list[dict]:
+    ids = ds.episode_ids
+    if workers <= 1 or len(ids) < PARALLEL_MIN:
+        return [_episode_figures(ds, ep) for ep in ds.episodes]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from . import errors
+
+    size = max(50, len(ids) // (workers * 8))
+    chunks = [ids[i:i + size] for i in range(0, len(ids), size)]
+    out: list[dict] = []
+    # spawned, never forked: a caller's GL context or threads are not inherited
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        for part in pool.map(_chunk_figures, [str(ds.root)] * len(chunks), [ds.camera_names] * len(chunks), chunks):
+            if part and isinstance(part[0], tuple):
+                _, name, path, message = part[0]
+                raise getattr(errors, name, errors.DatasetError)(Path(path), message)
+            out += part
+    return out
+
+
+def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) -> dict[str, Any]:
     """Figures of a dataset (see the module doc for the keys). Raises DatasetError naming the file
-    for an unusable dataset or an unreadable stream, camera listing or JPEG header."""
+    for an unusable dataset or an unreadable stream, camera listing or JPEG header.
+
+    ``workers``: processes for the per-episode figures (default: every core from
+    :data:`PARALLEL_MIN` episodes on, given a path; one for a :class:`Dataset`, whose metadata may not
+    be the stored one)."""
     ds = root if isinstance(root, Dataset) else Dataset(root)
+    if workers is None:
+        workers = 1 if isinstance(root, Dataset) else (os.cpu_count() or 1)
     meta = ds.meta
     per_episode, stream_acc, camera_acc = [], {}, {}
-    for ep in meta.episodes:
-        ep_id = ds.episode_id(ep)
-        first, last = [], []
-        for kind in layout.KINDS:
-            for f in ds.stream_files(ep, kind):
-                ts, names = read_timestamps(f.path)
-                attrs = [f.attribute] if f.attribute else [n for n in names if n != layout.TIMESTAMP_COLUMN]
-                acc = stream_acc.setdefault((kind, f.prefix), {"attributes": [], "columns": list(f.columns), "rows": 0, "spans": []})
-                acc["attributes"] += [a for a in attrs if a not in acc["attributes"]]
-                acc["rows"] += len(ts)
-                if len(ts):
-                    acc["spans"].append((len(ts), int(ts[-1] - ts[0])))
-                    first.append(int(ts.min()))
-                    last.append(int(ts.max()))
-        for name in ds.camera_names:
-            cam = ds.load_camera(name, ep)
+    disk = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
+    seen: set[tuple[int, int]] = set()
+    for fig in _all_figures(ds, workers):
+        for kind, prefix, attrs, columns, rows, span in fig["streams"]:
+            acc = stream_acc.setdefault((kind, prefix), {"attributes": [], "columns": columns, "rows": 0, "spans": []})
+            acc["attributes"] += [a for a in attrs if a not in acc["attributes"]]
+            acc["rows"] += rows
+            if span is not None:
+                acc["spans"].append(tuple(span))
+        for name, fmt, count, size, span in fig["cameras"]:
             acc = camera_acc.setdefault(name, {"formats": set(), "sizes": set(), "counts": [], "spans": []})
-            acc["formats"].add(cam.format)
-            acc["counts"].append(cam.num_frames)
-            if cam.num_frames:
-                acc["sizes"].add(jpeg_size(cam.get_frame(0).read_bytes(), cam.frame_path(0)))
-                acc["spans"].append((cam.num_frames, int(cam.timestamps[-1] - cam.timestamps[0])))
-        start, end = (min(first), max(last)) if first else (None, None)
-        entry = {
-            "id": ep_id,
-            "task_index": ep.get("task_index"),
-            "success": ep.get("success"),
-            "valid": ep.get("valid"),
-            "validated_at": None if ep.get("validated_at") is None else str(ep.get("validated_at")),
-            "duration_s": (end - start) / 1e9 if first else 0.0,
-            "start_ns": start,
-            "end_ns": end,
-        }
-        if "outcome" in ep:
-            entry["outcome"] = ep["outcome"]
-        per_episode.append(entry)
+            acc["formats"].add(fmt)
+            acc["counts"].append(count)
+            if size is not None:
+                acc["sizes"].add(tuple(size))
+                acc["spans"].append(tuple(span))
+        for k, v in fig["disk"].items():
+            disk[k] += v
+        for dev, ino, kind, nbytes in fig["shared"]:
+            if (dev, ino) not in seen:
+                seen.add((dev, ino))
+                disk[kind] += nbytes
+        per_episode.append(fig["entry"])
+    listed = set(ds.episode_ids)
+    rest, shared = _tree_bytes(ds.root, ds.root, skip=lambda rel: len(rel) == 2 and rel[0] == layout.EPISODES_DIR
+                               and rel[1] in listed)
+    for k, v in rest.items():
+        disk[k] += v
+    for dev, ino, kind, nbytes in shared:
+        if (dev, ino) not in seen:
+            seen.add((dev, ino))
+            disk[kind] += nbytes
+    disk["total"] = sum(disk.values())
 
     durations = np.array([e["duration_s"] for e in per_episode], dtype=np.float64)
     stamps = sorted(e["validated_at"] for e in per_episode if e["validated_at"])
@@ -140,7 +217,7 @@ def dataset_info(root: str | os.PathLike | Dataset) -> dict[str, Any]:
         "tasks": tasks,
         "streams": streams,
         "cameras": cameras,
-        "disk_bytes": disk_bytes(ds.root),
+        "disk_bytes": disk,
         "provenance": provenance(meta.simulation) if meta.simulation is not None else None,
         "edited_from": edited_from(meta.data),
     }
@@ -198,19 +275,35 @@ def disk_bytes(root: Path) -> dict[str, int]:
     sidecars (``episodes/<id>/sim/``), metadata (``metadata.yaml``, ``episodes.jsonl``, the episodes'
     integrity manifests) and other
     files (the card, the generator's lock, leftovers). Each inode is counted once (hard links)."""
-    out = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
+    out, shared = _tree_bytes(Path(root), Path(root))
     seen: set[tuple[int, int]] = set()
-    root = Path(root)
-    for dirpath, dirnames, files in os.walk(root):
-        rel = Path(dirpath).relative_to(root).parts
-        for name in files:
-            st = os.lstat(os.path.join(dirpath, name))
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            out[_kind(rel, name)] += st.st_size
+    for dev, ino, kind, nbytes in shared:
+        if (dev, ino) not in seen:
+            seen.add((dev, ino))
+            out[kind] += nbytes
     out["total"] = sum(out.values())
     return out
+
+
+def _tree_bytes(root: Path, top: Path, skip=None) -> tuple[dict[str, int], list[tuple[int, int, str, int]]]:
+    """Bytes by kind of the files under ``top`` (inside dataset ``root``) with a single link, and the
+    (dev, inode, kind, size) of those with several (to count once); folders whose parts relative to
+    ``root`` satisfy ``skip`` are not entered."""
+    out = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
+    shared = []
+    root_s = str(root)
+    for dirpath, dirnames, files in os.walk(top):
+        rel = tuple(Path(os.path.relpath(dirpath, root_s)).parts) if dirpath != root_s else ()
+        if skip is not None:
+            dirnames[:] = [d for d in dirnames if not skip(rel + (d,))]
+        for name in files:
+            st = os.lstat(os.path.join(dirpath, name))
+            kind = _kind(rel, name)
+            if st.st_nlink > 1:
+                shared.append((st.st_dev, st.st_ino, kind, st.st_size))
+            else:
+                out[kind] += st.st_size
+    return out, shared
 
 
 def _kind(rel: tuple[str, ...], name: str) -> str:

@@ -29,6 +29,11 @@ UNVERSIONED = "unversioned"
 KNOWN_VERSIONS = (UNVERSIONED, "0.1.0", "0.2.0", "0.3.0", "0.4.0")
 
 METADATA_FILE = "metadata.yaml"
+#: Entries committed since metadata.yaml was last rewritten, one JSON object per line (``journal.py``);
+#: present only while a writer runs or after it was killed. openarm_dataset never opens it.
+JOURNAL_FILE = "metadata.journal"
+#: metadata.yaml's parsed document as JSON, keyed by the YAML's SHA-256 (``metadata_index.py``).
+METADATA_INDEX_FILE = "metadata.index.json"
 EPISODES_JSONL = "episodes.jsonl"  # unversioned layout only
 EPISODES_DIR = "episodes"
 CAMERAS_DIR = "cameras"

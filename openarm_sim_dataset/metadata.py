@@ -56,6 +56,13 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
+def dump_yaml(value: Any) -> bytes:
+    """``value`` as metadata.yaml renders it (block style, keys in order, UTF-8, no aliases). A list
+    renders as one ``- `` item per element at column 0, so the YAML of a list is the concatenation of
+    its elements' (what :mod:`.journal` relies on to append entries)."""
+    return yaml.dump(value, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True).encode("utf-8")
+
+
 @dataclass(frozen=True)
 class Embodiment:
     """One entry of ``equipment.embodiments``: its key (``arms``), id (``OpenArm``) and components."""
@@ -75,8 +82,8 @@ class Embodiment:
         return ("qpos",) if self.id == layout.EMBODIMENT_OPENARM else ("elevation",)
 
 
-def load_yaml_document(path: Path) -> Any:
-    """Parse a YAML file with safe_load semantics (no Python tags, no aliases), size-bounded."""
+def read_metadata_bytes(path: Path) -> bytes:
+    """The bytes of a metadata.yaml (a regular file of at most :data:`MAX_METADATA_BYTES`)."""
     try:
         st = path.stat()
         size = st.st_size
@@ -89,7 +96,18 @@ def load_yaml_document(path: Path) -> Any:
     if size > MAX_METADATA_BYTES:
         raise MetadataError(path, f"{size} bytes is larger than the {MAX_METADATA_BYTES} allowed")
     try:
-        text = path.read_bytes().decode("utf-8")
+        return path.read_bytes()
+    except OSError as e:
+        raise MetadataError(path, f"cannot read: {e.strerror}") from None
+
+
+def load_yaml_document(path: Path, raw: bytes | None = None) -> Any:
+    """Parse a YAML file (or its ``raw`` bytes, already read) with safe_load semantics (no Python
+    tags, no aliases), size-bounded."""
+    if raw is None:
+        raw = read_metadata_bytes(path)
+    try:
+        text = raw.decode("utf-8")
         return yaml.load(text, Loader=_loader_for(text))  # noqa: S506 - SafeLoader (subclass) only
     except UnicodeDecodeError:
         raise MetadataError(path, "is not UTF-8 text") from None
@@ -134,24 +152,49 @@ class Metadata:
                 raise TypeError("Metadata(yaml_path) takes no path or version")
             yaml_path = Path(data)
             root = yaml_path if yaml_path.is_dir() else yaml_path.parent
-            data, path, version = _read_document(yaml_path if not yaml_path.is_dir() else root / layout.METADATA_FILE,
-                                                 root)
+            read = _read_document(yaml_path if not yaml_path.is_dir() else root / layout.METADATA_FILE, root)
+            self._init(read.doc, read.path, read.layout, read.trusted)
+            _remember(read)
+            return
+        self._init(data, path, version, 0)
+
+    def _init(self, data: dict, path: str | os.PathLike | None, version: str | None, trusted: int) -> None:
         self.path = Path(path) if path is not None else Path(layout.METADATA_FILE)
         self.data = data
         #: the layout the document was read from: a version string, or ``"unversioned"``
         self.layout = version or data.get("version") or layout.FORMAT_VERSION
         self._camera_stored: dict[str, str] = {}
-        self._validate()
+        self._ids: dict[str, int] = {}
+        self._validate(trusted)
 
     # ----------------------------------------------------------------- loading
     @classmethod
     def load(cls, root: str | os.PathLike) -> "Metadata":
         """Load ``<root>/metadata.yaml`` (plus ``episodes.jsonl`` for the unversioned layout)."""
         root = Path(root)
-        return cls(*_read_document(root / layout.METADATA_FILE, root))
+        read = _read_document(root / layout.METADATA_FILE, root)
+        meta = cls.__new__(cls)
+        meta._init(read.doc, read.path, read.layout, read.trusted)
+        _remember(read)
+        return meta
+
+    def index_of(self, episode_id: str) -> int:
+        """Position in :attr:`episodes` of the entry with this (normalised) id; KeyError if none.
+        Constant time: a map rebuilt only when the list changed under it."""
+        eps = self.episodes
+        i = self._ids.get(episode_id)
+        if i is None or i >= len(eps) or str(eps[i].get("id")) != episode_id:
+            if len(self._ids) != len(eps) or i is not None:
+                self._ids = {str(ep.get("id")): n for n, ep in enumerate(eps)}
+                i = self._ids.get(episode_id)
+            if i is None or str(eps[i].get("id")) != episode_id:
+                raise KeyError(episode_id)
+        return i
 
     # -------------------------------------------------------------- validation
-    def _validate(self) -> None:
+    def _validate(self, trusted: int = 0) -> None:
+        """Check the document; the first ``trusted`` entries (vouched for by an index) are skipped
+        but for their ids' uniqueness."""
         d, p = self.data, self.path
         for key in ("location", "operator", "operation_type"):
             _expect(d.get(key), (str, int, float), key, p, optional=True)
@@ -161,8 +204,8 @@ class Metadata:
             _expect(task.get("prompt"), str, f"tasks[{i}].prompt", p, optional=True)
             _expect(task.get("description"), str, f"tasks[{i}].description", p, optional=True)
         episodes = _expect(d.get("episodes", []) if d.get("episodes") is not None else [], list, "episodes", p)
-        seen: set[str] = set()
-        for i, ep in enumerate(episodes):
+        seen: set[str] = {str(ep["id"]) for ep in episodes[:trusted]} if trusted else set()
+        for i, ep in enumerate(episodes[trusted:] if trusted else episodes, trusted):
             _expect(ep, dict, f"episodes[{i}]", p)
             if "id" not in ep:
                 raise MetadataError(p, f"episodes[{i}] has no id")
@@ -339,16 +382,42 @@ class Metadata:
             if rates:
                 data["frequencies"]["cameras"] = {rename.get(k, k): v for k, v in rates.items()}
         # quote ids so the reference reader (which needs strings) reads them back
-        for ep in data.get("episodes") or []:
+        episodes = data.pop("episodes", None) or []
+        for ep in episodes:
             ep["id"] = layout.check_name(ep["id"], "episode id")
+        data["episodes"] = episodes  # last: a writer appends entries to the file (journal.py)
         return data
 
+    def dump_parts(self, episodes: bool = True) -> tuple[bytes, bytes]:
+        """metadata.yaml as (everything but ``episodes:``, the ``episodes:`` key and its entries);
+        :meth:`dump` is their concatenation. ``episodes=False`` renders only the first part."""
+        data = self.to_dict()
+        eps = data.pop("episodes")
+        head = dump_yaml(data) if data else b""
+        if not episodes:
+            return head, b""
+        return head, (b"episodes:\n" + dump_yaml(eps)) if eps else b"episodes: []\n"
+
     def dump(self) -> bytes:
-        return yaml.dump(self.to_dict(), Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True).encode("utf-8")
+        head, body = self.dump_parts()
+        return head + body
 
     def write(self, root: str | os.PathLike) -> None:
-        """Write ``<root>/metadata.yaml`` atomically in the 0.4.0 layout."""
-        atomic_write_bytes(Path(root) / layout.METADATA_FILE, self.dump())
+        """Write ``<root>/metadata.yaml`` atomically in the 0.4.0 layout (every entry of a journal
+        included: the journal is removed after)."""
+        head, body = self.dump_parts()
+        atomic_write_bytes(Path(root) / layout.METADATA_FILE, head + body)
+        from .journal import journal_path
+
+        journal = journal_path(Path(root))
+        if journal.exists():
+            journal.unlink()
+        log = getattr(self, "_episode_log", None)
+        if log is not None and log.root == Path(root):
+            log.reset(body[len(b"episodes:\n"):] if self.episodes else b"")
+        from .metadata_index import write_index
+
+        write_index(Path(root), self)
 
     def copy(self) -> "Metadata":
         """An independent copy, already in 0.4.0 form."""
@@ -402,17 +471,51 @@ class _CameraEntries(Mapping):
         return repr(self._entries)
 
 
-def _read_document(path: Path, root: Path) -> tuple[dict, Path, str]:
-    """(document in 0.4.0 shape, its path, the layout it came from) of a metadata.yaml."""
-    doc = load_yaml_document(path)
-    if not isinstance(doc, dict):
-        raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
-    if "meta" in doc:
-        return _convert_unversioned(doc, root), path, layout.UNVERSIONED
-    version = doc.get("version")
-    if version not in layout.KNOWN_VERSIONS[1:]:
-        raise MetadataError(path, f"unknown version {version!r} (known: {', '.join(layout.KNOWN_VERSIONS[1:])})")
-    return doc, path, version
+@dataclass
+class _Read:
+    """What :func:`_read_document` found: the document (0.4.0 shape, journal entries appended), its
+    path and layout, how many leading entries an index vouches for (validated when it was written),
+    and for a big document parsed from YAML its index, to cache once the document has validated."""
+
+    doc: dict
+    path: Path
+    layout: str
+    trusted: int = 0
+    index: tuple[str, bytes] | None = None
+
+
+def _read_document(path: Path, root: Path) -> _Read:
+    from . import metadata_index
+    from .journal import merge_journal
+
+    raw = read_metadata_bytes(path)
+    digest = metadata_index.sha256(raw) if len(raw) >= metadata_index.INDEX_MIN_BYTES else None
+    doc = metadata_index.lookup(root, digest) if digest else None
+    read = None
+    if doc is not None:
+        read = _Read(doc, path, doc.get("version"), trusted=len(doc.get("episodes") or []))
+    else:
+        doc = load_yaml_document(path, raw)
+        if not isinstance(doc, dict):
+            raise MetadataError(path, f"must be a mapping at the top level, not {type(doc).__name__}")
+        if "meta" in doc:
+            return _Read(_convert_unversioned(doc, root), path, layout.UNVERSIONED)
+        read = _Read(doc, path, doc.get("version"))
+        if digest:
+            encoded = metadata_index.encode(digest, doc)
+            read.index = (digest, encoded) if encoded else None
+    if read.layout not in layout.KNOWN_VERSIONS[1:]:
+        raise MetadataError(path, f"unknown version {read.layout!r} (known: {', '.join(layout.KNOWN_VERSIONS[1:])})")
+    merge_journal(read.doc, root)
+    return read
+
+
+def _remember(read: _Read) -> None:
+    """Cache the index of a big document that was parsed from YAML and has now validated."""
+    if read.index is not None:
+        from . import metadata_index
+
+        metadata_index.remember(*read.index)
 
 
 #: Types of the ``simulation:`` keys that readers use (each optional; other keys are kept unchecked).

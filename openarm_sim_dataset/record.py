@@ -608,7 +608,7 @@ class Recorder:
         if episode_id is not None:
             if not isinstance(episode_id, (int, np.integer)) or isinstance(episode_id, bool) or episode_id < 0:
                 raise ValueError(f"episode id {episode_id!r}: must be a non-negative integer")
-            if str(int(episode_id)) in self._used_ids():
+            if self._id_used(str(int(episode_id))):
                 raise RecordError(self.root, f"episode {int(episode_id)} exists already (listed or discarded); "
                                              f"the next free id is {self._next_id}")
         self._restart_if_dead()
@@ -618,9 +618,15 @@ class Recorder:
         self._send(("open", ep.id, ep._stale_ns))
         return ep
 
-    def _used_ids(self) -> set[str]:
-        return {*self.meta.episode_ids, *(str(d.get("id")) for d in self.meta.data.get(DISCARDED_KEY) or []),
-                *list(self._saving)}  # (an episode being committed is not listed yet)
+    def _id_used(self, episode_id: str) -> bool:
+        """Whether ``episode_id`` is listed, discarded or being committed (not listed yet)."""
+        try:
+            self.meta.index_of(episode_id)
+            return True
+        except KeyError:
+            pass
+        return episode_id in self._saving or any(str(d.get("id")) == episode_id
+                                                 for d in self.meta.data.get(DISCARDED_KEY) or [])
 
     def set_metadata(self, keys: tuple[str, ...], value) -> None:
         """Set ``metadata.yaml``'s entry at ``keys`` (e.g. ``("equipment", "leader", "ker")``) and
@@ -698,6 +704,14 @@ class Recorder:
                                         name="openarm-recorder-replies", daemon=True)
         self._reader.start()
 
+    def _mirror(self, delta: tuple) -> None:
+        """Apply the writer's ``("delta", document without entries, entries listed since)``."""
+        _, head, new = delta
+        episodes = self.meta.episodes
+        episodes.extend(new)
+        head["episodes"] = episodes
+        self.meta.data = head
+
     def _read_replies(self, proc, replies) -> None:
         from .record_writer import read_message
 
@@ -710,7 +724,7 @@ class Recorder:
                 break
             if msg[0] == "done":
                 _, req, result, error, data = msg
-                self.meta.data = data
+                self._mirror(data)
                 fut = self._futures.pop(req, None)
                 if fut is not None:
                     if error is not None:
@@ -719,7 +733,7 @@ class Recorder:
                         fut.set_result(result)
             elif msg[0] == "discarded":
                 _, ep_id, reason, data = msg
-                self.meta.data = data
+                self._mirror(data)
                 ep = self._saving.get(ep_id) or self._episode
                 if ep is not None and ep.id == ep_id and ep.reason is None:
                     ep.reason = reason
@@ -946,13 +960,24 @@ def _flatten(nested: Mapping, prefix: str = "") -> dict[str, float]:
     return out
 
 
-def _dataset_frequencies(declared: Mapping, episodes: list[dict]) -> dict:
-    """``frequencies:`` from the episodes' ``measured_hz`` (median per stream, 0.1 Hz), streams no
-    episode measured keeping their ``declared`` value."""
+def _measured_rates(episodes: list[dict]) -> dict[str, list[float]]:
+    """The episodes' ``measured_hz``, per flattened stream key."""
     per: dict[str, list[float]] = {}
     for ep in episodes:
         for k, v in _flatten(ep.get("measured_hz") or {}).items():
             per.setdefault(k, []).append(v)
+    return per
+
+
+def _dataset_frequencies(declared: Mapping, episodes: list[dict] | dict[str, list[float]],
+                         extra: Mapping[str, float] | None = None) -> dict:
+    """``frequencies:`` from the episodes' ``measured_hz`` (median per stream, 0.1 Hz), streams no
+    episode measured keeping their ``declared`` value. ``episodes``: the entries, or their rates as
+    :func:`_measured_rates` gives them (a writer keeps those, so a commit does not re-read every entry),
+    with ``extra`` (one more episode's flattened rates)."""
+    per = _measured_rates(episodes) if isinstance(episodes, list) else episodes
+    if extra:
+        per = {**per, **{k: [*per.get(k, []), v] for k, v in extra.items()}}
     flat = _flatten(declared)
     flat.update({k: float(np.median(v)) for k, v in per.items()})
     return _nest(flat, digits=1)

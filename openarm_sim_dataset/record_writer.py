@@ -42,7 +42,7 @@ from .atomic import remove_tree
 from .camera import FrameWriter
 from .errors import DatasetError
 from .metadata import Metadata
-from .writer import StreamWriter, begin_episode, finish_episode, remove_uncommitted
+from .writer import StreamWriter, begin_episode, close_log, finish_episode, remove_uncommitted
 
 #: metadata.yaml key listing discarded episodes (id and reason): their ids are never used again.
 DISCARDED_KEY = "discarded_episodes"
@@ -326,8 +326,18 @@ class _Writer:
         self.episodes: dict[str, _WEpisode] = {}
         self.work: queue.SimpleQueue = queue.SimpleQueue()
         self.meta: Metadata | None = None
+        self._sent = 0  # entries the control process has (see mirror)
+        self._rates: dict[str, list[float]] | None = None  # measured Hz of the listed episodes, per stream
 
     # ------------------------------------------------------------------ plumbing
+    def mirror(self) -> tuple:
+        """What the control process needs to mirror metadata.yaml: the document without its entries and
+        the entries listed since the last reply (constant size per commit, whatever the dataset's)."""
+        eps = self.meta.episodes
+        new = copy.deepcopy(eps[self._sent:])
+        self._sent = len(eps)
+        return ("delta", copy.deepcopy({k: v for k, v in self.meta.data.items() if k != "episodes"}), new)
+
     def reply(self, msg: tuple) -> None:
         data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         with self.reply_lock:
@@ -340,6 +350,7 @@ class _Writer:
         try:
             self.meta = Metadata.load(self.root)
             removed = remove_uncommitted(self.root, self.meta)
+            self._sent = len(self.meta.episodes)
             self.reply(("ready", copy.deepcopy(self.meta.data), [str(p) for p in removed]))
         except BaseException as e:  # noqa: BLE001 - reported to the control process, which raises it
             self.reply(("ready", None, f"{type(e).__name__}: {e}"))
@@ -372,6 +383,10 @@ class _Writer:
             item = self.work.get()
             op = item[0]
             if op == "stop":
+                try:
+                    close_log(self.root, self.meta)  # the journal folded into metadata.yaml
+                except BaseException:  # noqa: BLE001 - the journal stays, and the next recorder folds it
+                    pass
                 return
             ep = self.episodes.get(item[1])
             try:
@@ -387,7 +402,7 @@ class _Writer:
                 elif op == "commit":
                     res = self.commit(ep, item[2])
                     self.episodes.pop(item[1], None)
-                    self.reply(("done", item[3], res, None, copy.deepcopy(self.meta.data)))
+                    self.reply(("done", item[3], res, None, self.mirror()))
                 elif op == "set":
                     d = self.meta.data
                     for k in item[2][:-1]:
@@ -396,12 +411,12 @@ class _Writer:
                         d = d[k]
                     d[item[2][-1]] = item[3]
                     self.meta.write(self.root)
-                    self.reply(("done", item[4], None, None, copy.deepcopy(self.meta.data)))
+                    self.reply(("done", item[4], None, None, self.mirror()))
                 elif op == "discard":
                     self.discard(ep, item[1], item[2])
                     self.episodes.pop(item[1], None)
                     if item[3] is not None:
-                        self.reply(("done", item[3], None, None, copy.deepcopy(self.meta.data)))
+                        self.reply(("done", item[3], None, None, self.mirror()))
             except BaseException as e:  # noqa: BLE001 - any failure ends the episode, never the process
                 reason = f"write failed: {e}" if isinstance(e, DatasetError) else f"write failed: {type(e).__name__}: {e}"
                 if ep is not None and ep.reason is None:
@@ -413,9 +428,9 @@ class _Writer:
                         ep.reason += f"; removing it failed too: {e2}"
                 if op in ("commit", "discard", "set") and item[-1] is not None:
                     self.reply(("done", item[-1], None, reason if op != "discard" else None,
-                                copy.deepcopy(self.meta.data)))
+                                self.mirror()))
                 elif ep is not None:
-                    self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
+                    self.reply(("discarded", ep.id, ep.reason, self.mirror()))
             finally:
                 if op in ("rows", "frame", "file"):
                     self.release(item[7] if op == "rows" else item[-3], item[9] if op == "rows" else item[-2])
@@ -460,7 +475,7 @@ class _Writer:
                     ep.reason = (f"camera {camera!r} sent identical frames for {(ts - run_start) / 1e9:.3f} s "
                                  f"(from {run_start} to {ts} ns; limit {self.stale_after_s:g} s)")
                 self.discard(ep, ep.id, ep.reason)
-                self.reply(("discarded", ep.id, ep.reason, copy.deepcopy(self.meta.data)))
+                self.reply(("discarded", ep.id, ep.reason, self.mirror()))
                 return
         else:
             run_start = ts
@@ -518,7 +533,7 @@ class _Writer:
             self.meta.write(self.root)
 
     def commit(self, ep: _WEpisode | None, entry: dict) -> tuple | None:
-        from .record import _dataset_frequencies, _manifest_entries, _nest
+        from .record import _dataset_frequencies, _flatten, _manifest_entries, _measured_rates, _nest
 
         if ep is None or ep.gone:
             return None
@@ -533,12 +548,17 @@ class _Writer:
         if measured:
             entry["measured_hz"] = measured
         old = copy.deepcopy(self.meta.data.get("frequencies"))
-        self.meta.data["frequencies"] = _dataset_frequencies(old or {}, [*self.meta.episodes, entry])
+        if self._rates is None:  # every listed episode's measured rates, kept per stream (once)
+            self._rates = _measured_rates(self.meta.episodes)
+        mine = _flatten(measured or {})
+        self.meta.data["frequencies"] = _dataset_frequencies(old or {}, self._rates, mine)
         try:
             finish_episode(self.root, self.meta, entry, ep.tmp, known=_manifest_entries(ep.known))
         except BaseException:
             self.meta.data["frequencies"] = old
             raise
+        for k, v in mine.items():
+            self._rates.setdefault(k, []).append(v)
         ep.gone = True
         return entry, rows, frames
 

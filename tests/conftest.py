@@ -20,6 +20,12 @@ if "OPENARM_SIM_MODEL_CACHE" not in os.environ:
 
     os.environ["OPENARM_SIM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="openarm-test-model-cache-")
     os.environ["_OPENARM_TEST_MODEL_CACHE_OWNER"] = str(os.getpid())
+if "OPENARM_SIM_INDEX_CACHE" not in os.environ:
+    # the metadata index cache (metadata_index.py) of this run, never the user's ~/.cache
+    import tempfile
+
+    os.environ["OPENARM_SIM_INDEX_CACHE"] = tempfile.mkdtemp(prefix="openarm-test-index-cache-")
+    os.environ["_OPENARM_TEST_INDEX_CACHE_OWNER"] = str(os.getpid())
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_FIXTURES = REPO / "tests" / "fixture"
@@ -33,6 +39,10 @@ def pytest_unconfigure(config):
         import shutil
 
         shutil.rmtree(os.environ["OPENARM_SIM_MODEL_CACHE"], ignore_errors=True)
+    if os.environ.get("_OPENARM_TEST_INDEX_CACHE_OWNER") == str(os.getpid()):
+        import shutil
+
+        shutil.rmtree(os.environ["OPENARM_SIM_INDEX_CACHE"], ignore_errors=True)
 
 
 def fixture_path(kind: str, name: str) -> Path:

@@ -43,8 +43,8 @@ def to_openarm(ds: Dataset, out: str | os.PathLike, camera_format: str = "dir", 
                 summary.episodes += 1
                 bar.update(1)
             meta = metadata_0_4_0(ds)
-            episodes = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id")
-                        in {ds.episode_id(e) for e in chosen}]
+            chosen_ids = {ds.episode_id(e) for e in chosen}
+            episodes = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id") in chosen_ids]
             if len(chosen) != ds.num_episodes and meta.tasks:
                 tasks, remap = remap_tasks(meta.tasks, episodes)
                 for ep in episodes:

@@ -30,7 +30,7 @@ from ..gl import check_rendering
 from ..lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_path: re-exported
 from ..metadata import Metadata
 from ..stats import wilson_interval
-from ..writer import commit_episode, remove_uncommitted
+from ..writer import close_log, commit_episode, remove_uncommitted
 from .tasks import episode_params_for, get_task
 from .tasks.base import TASK_STREAM
 from .recorder import RecordConfig, RecordedEpisode, record_episode
@@ -385,6 +385,7 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
             summary.made += 1
             if progress:
                 progress(index, entry)
+        close_log(out, meta)
         if renderer is not None:
             renderer.close()
         summary.episodes.sort(key=lambda e: int(e["id"]))

@@ -46,7 +46,7 @@ from .. import layout, sidecar
 from ..dataset import folder_problem
 from ..errors import DatasetError
 from ..metadata import Metadata
-from ..writer import CAMERA_FORMATS, EpisodeData, commit_episode, remove_uncommitted
+from ..writer import CAMERA_FORMATS, EpisodeData, close_log, commit_episode, remove_uncommitted
 from .recorder import CameraFrames, RecordConfig, episode_arrays, sim_files
 from .scene import SceneConfig
 
@@ -456,6 +456,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
             summary.frames += sum(len(v) for v in rendered.cameras.values())
             if progress:
                 progress(oid, rendered.entry)
+        close_log(out, out_meta)
         order = {t: i for i, t in enumerate(out_meta.episode_ids)}
         summary.episodes.sort(key=lambda e: order.get(str(e["id"]), len(order)))
         return summary
