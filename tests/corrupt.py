@@ -51,6 +51,18 @@ MEANING_FAULTS = (
     "sidecar_task_changed",  # the sidecar's recorded task another one
     "sidecar_seed_changed",  # the sidecar's recorded seed input another one
 )
+#: faults of the keys metadata.yaml declares (issue 26 item 4), each caught by the check that re-derives
+#: the key (see docs/guarantees.md, "Every key we write"); planted with ``reseal=True`` like the above
+KEY_FAULTS = (
+    "K_wrong",                 # simulation.cameras.head.K: focal lengths 2 % long (the K a user projects with)
+    "perception_size_wrong",   # equipment.perceptions.cameras.head: width 16 px more than the frames have
+    "camera_size_wrong",       # simulation.cameras.head: height 8 px more than the scene draws
+    "initial_cubes_moved",     # the second entry's initial_cubes: the red cube 1 cm further in x
+    "camera_hz_wrong",         # simulation.camera_hz doubled (frequencies and frames unchanged)
+    "state_hz_wrong",          # simulation.state_hz 500 (frequencies and streams at 250 Hz)
+    "attempts_changed",        # the second entry's attempts one more (only a regeneration shows it)
+    "head_pose_moved",         # randomised: the second entry's variation moves the head camera 1 cm in x
+)
 #: The frame of the per-frame sidecar faults above.
 MEANING_FRAME = 3
 
@@ -160,11 +172,45 @@ def _plant_meaning(dst: Path, fault: str) -> str:
     return ep
 
 
+def _plant_key(dst: Path, fault: str) -> str:
+    """A key of metadata.yaml written wrong (the episode files untouched); returns the episode it
+    concerns (the second listed one, or the first for a dataset-level key)."""
+    ids = [e["id"] for e in yaml.safe_load((dst / "metadata.yaml").read_text())["episodes"]]
+
+    def edit(doc):
+        sim, e = doc["simulation"], doc["episodes"][1]
+        if fault == "K_wrong":
+            K = sim["cameras"]["head"]["K"]
+            K[0][0] *= 1.02
+            K[1][1] *= 1.02
+        elif fault == "perception_size_wrong":
+            doc["equipment"]["perceptions"]["cameras"]["head"]["width"] += 16
+        elif fault == "camera_size_wrong":
+            sim["cameras"]["head"]["height"] += 8
+        elif fault == "initial_cubes_moved":
+            e["initial_cubes"][0][0] = round(e["initial_cubes"][0][0] + 0.01, 6)
+        elif fault == "camera_hz_wrong":
+            sim["camera_hz"] = sim["camera_hz"] * 2
+        elif fault == "state_hz_wrong":
+            sim["state_hz"] = 500.0
+        elif fault == "attempts_changed":
+            e["attempts"] += 1
+        elif fault == "head_pose_moved":
+            e["variation"]["visual"]["cameras"]["head"]["pos"][0] += 0.01
+        else:
+            raise ValueError(f"unknown fault {fault!r}")
+
+    _edit_meta(dst, edit)
+    return ids[1] if fault in ("initial_cubes_moved", "attempts_changed", "head_pose_moved") else ids[0]
+
+
 def _plant(src: Path, dst: Path, fault: str) -> str:
     shutil.copytree(src, dst)
     eps = dst / "episodes"
     if fault in MEANING_FAULTS:
         return _plant_meaning(dst, fault)
+    if fault in KEY_FAULTS:
+        return _plant_key(dst, fault)
     if fault == "drop_frame":
         ep = eps / "0"
         side = sidecar.load_npz(ep / "sim/sidecar.npz")

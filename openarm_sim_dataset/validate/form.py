@@ -258,15 +258,38 @@ def check_jpeg_frames(ctx: Context) -> Outcome:
             found.append(finding(ep, t, f"frame does not decode: {err.split(': ', 1)[-1]}", f"camera {name}"))
         else:
             sizes.setdefault(name, {}).setdefault(shp, set()).add(ep)
+    declared = ctx.ds.meta.equipment.perceptions.cameras
     for name, by_shape in sizes.items():
+        size = _declared_size(declared, name)
+        for shp, eps in by_shape.items():  # the size equipment.perceptions.cameras declares, where it does
+            if size is not None and (shp[1], shp[0]) != size:
+                bad |= eps
+                problems.append(f"camera {name}: frames of {shp[1]}x{shp[0]}, equipment.perceptions.cameras.{name} "
+                                f"declares {size[0]}x{size[1]}")
         if len(by_shape) > 1:
             common = max(by_shape, key=lambda k: len(by_shape[k]))
             for shp, eps in by_shape.items():
                 if shp != common:
                     bad |= eps
                     problems.append(f"camera {name}: frames of {shp[1]}x{shp[0]} besides {common[1]}x{common[0]}")
-    return Outcome(not bad, f"{len(results)} frames decoded" + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""),
+    return Outcome(not bad, f"{len(results)} frames decoded, sizes as equipment.perceptions.cameras declares them"
+                   + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""),
                    sorted(bad), findings=found)
+
+
+def _declared_size(declared, name: str) -> tuple[int, int] | None:
+    """``(width, height)`` that ``equipment.perceptions.cameras.<name>`` declares, or None when it declares
+    none (recorded datasets may leave the mapping empty; a value that is not a positive integer is
+    declared and wrong: ``(0, 0)``, which no frame has)."""
+    try:
+        entry = declared[name]
+    except KeyError:
+        return None
+    if not isinstance(entry, dict) or ("width" not in entry and "height" not in entry):
+        return None
+    w, h = entry.get("width"), entry.get("height")
+    ok = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (w, h))
+    return (int(w), int(h)) if ok else (0, 0)
 
 
 def check_camera_span(ctx: Context) -> Outcome:

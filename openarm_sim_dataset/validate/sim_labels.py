@@ -2,7 +2,7 @@
 
 ``sim_identity``: the episode folder is the episode its metadata entry describes. The task, arm(s) and
 seed inputs the sidecar records (``episode``, schema 2) equal the entry's; they are the ones the
-dataset's seed draws for the entry's index (task, task index, arms); the entry's ``steps`` is the
+dataset's seed draws for the entry's index (task, task index, arms, ``initial_cubes``); the entry's ``steps`` is the
 sidecar's number of physics steps; and the sidecar's ``initial_state`` is, bit for bit, the state that
 index's parameters set on the episode's own model.
 The last part needs no schema 2: an episode folder copied over another fails it whatever its age.
@@ -123,6 +123,11 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
         if listed[k] != drawn[k]:
             out.append(f"metadata entry's {k} {listed[k]!r} is not the {drawn[k]!r} seed {cfg.seed} draws "
                        "for its index")
+    if "initial_cubes" in entry:  # what generation writes: each cube's (x, y, yaw) as drawn, to 6 decimals
+        cubes = [[round(float(v), 6) for v in pose] for pose in params.cube_poses]
+        if entry["initial_cubes"] != cubes:
+            out.append(f"metadata entry's initial_cubes {entry['initial_cubes']!r} are not the {cubes!r} seed "
+                       f"{cfg.seed} draws for its index")
     if "steps" in entry and entry["steps"] != len(side["physics_ctrl"]):
         out.append(f"metadata entry's steps {entry['steps']!r}, the sidecar's physics_ctrl has {len(side['physics_ctrl'])}")
     if "task_index" in entry and entry["task_index"] != task_index and not _by_hand(entry, "task_index", task_index):
@@ -153,8 +158,8 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
             first = first or _listed(ep, part[1])
     missing = [ep for ep, part in parts.items() if part is None]
     old = n - recorded  # schema 1 (or an unusable record, listed among the differences)
-    detail = (f"{n - len(bad)}/{n} episodes are the ones their metadata entries describe (task, arms, seed inputs "
-              f"drawn again; initial state bit for bit"
+    detail = (f"{n - len(bad)}/{n} episodes are the ones their metadata entries describe (task, arms, seed inputs, "
+              f"initial cubes drawn again; steps; initial state bit for bit"
               + ("; the sidecar's identity record equal" if recorded else "") + ")"
               + (f"; {old} sidecar(s) without an identity record (schema 1: initial state checked)" if old else "")
               + (f"; {len(hand)} episode(s) whose task_index was set by hand ({RELABELLED}: episode "
@@ -270,6 +275,10 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
     outcome, knocked = rollout_outcome(rule, d, start_up, bool(entry["success_any"]))
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
     out, hand = _compare_labels(entry, judged, params.task)
+    # success_any is read above (undone vs not_done); a success at the end is a step boundary where the
+    # rule held, so success_any must say so too (the one case the outcome does not show)
+    if outcome == "success" and entry["success_any"] is not True:
+        out.append(f"metadata.yaml says success_any {entry['success_any']!r}, the rule holds at the last step")
     return ("ok", (params.task, outcome, knocked), out, hand)
 
 

@@ -2,9 +2,10 @@
 
 Every check that simulates, renders or measures runs on the model the episode ran on: the nominal
 scene's, or for a randomised episode the scene rebuilt with its recorded variation
-(:func:`episode_model`; its hash must be the episode's recorded ``model_sha256``). K is the dataset's
-(the nominal model's) for a nominal episode and the episode model's for a randomised one; camera poses
-come from the sidecar. An episode check starts with :func:`_sidecar_and_model` (sidecar, else nothing
+(:func:`episode_model`; its hash must be the episode's recorded ``model_sha256``). K is the one
+metadata.yaml declares (``simulation.cameras.<c>.K``, which ``sim_provenance`` holds to every episode
+model's field of view); camera poses come from the sidecar (per frame: a randomised episode's moved head
+camera, which ``sim_sidecar_agrees`` holds to the kinematics of the stored state on the episode's model). An episode check starts with :func:`_sidecar_and_model` (sidecar, else nothing
 to check; model rebuilt as recorded, else a :class:`ModelProblem`).
 """
 
@@ -125,13 +126,11 @@ def _listed(ep: str, what: list[str], most: int = 3) -> str:
 
 
 def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
-    """K of ``cam`` for episode ``ep``: the dataset's for a nominal episode, the episode model's otherwise."""
-    if sidecar.VARIATION_KEY not in ctx.ds.episode(ep):
-        return _K(ctx, cam)
-    from ..sim.render import intrinsics
-
-    scene = _sim(ctx)["scene"]
-    return intrinsics(m, cam, int(scene["width"]), int(scene["height"]))
+    """K of ``cam`` for episode ``ep``: the one metadata.yaml declares (``simulation.cameras.<cam>.K``),
+    the K a user projects with, for a randomised episode too (its variation moves the head camera, not
+    its field of view). ``sim_provenance`` holds it to the K of the episode's own model; the geometric
+    checks measure the stored pixels with it, so a wrong K fails them where it shows."""
+    return _K(ctx, cam)
 
 
 def renderer(ctx: Context):

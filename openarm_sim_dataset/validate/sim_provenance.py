@@ -1,5 +1,8 @@
 """``sim_provenance``: the dataset's model and every episode's model rebuilt as recorded (versions,
-assets, hash; a randomised episode's variation is the one its seed draws, in metadata and sidecar alike).
+assets, hash; a randomised episode's variation is the one its seed draws, in metadata and sidecar alike),
+and the camera descriptions of metadata.yaml those of the cameras the images were drawn with (K from the
+model's field of view at the scene's size, on the dataset's model and on every randomised episode's own;
+the sizes in ``simulation.cameras`` and ``equipment.perceptions.cameras``).
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from .. import sidecar
 from ..errors import DatasetError
 from ..gl import import_mujoco
 from .core import Context, EpisodeCheck, Outcome
-from .sim_model import _sim, built_model, episode_model, episode_variation, scene_config
+from .sim_model import _cameras, _sim, built_model, episode_model, episode_variation, scene_config
 
 
 def _provenance_prepare(ctx: Context) -> tuple[bool, str]:
@@ -25,7 +28,47 @@ def _provenance_prepare(ctx: Context) -> tuple[bool, str]:
         return False, f"model cannot be rebuilt from the stored scene: {e}"
     if diffs:
         return False, "; ".join(diffs)
-    return True, f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded"
+    cams = f", {len(_cameras(ctx))} camera descriptions (K, sizes) as drawn" if _cameras(ctx) else ""
+    return True, f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded{cams}"
+
+
+#: A declared K may differ from the model's by this much (px): the writers round K to 12 decimals.
+K_TOLERANCE_PX = 1e-9
+
+
+def camera_description_problems(ctx: Context, m, only_K: bool = False) -> list[str]:
+    """What differs between the camera descriptions of metadata.yaml (``simulation.cameras.<c>``: K,
+    width, height; ``equipment.perceptions.cameras.<c>``: width, height) and the cameras model ``m``
+    draws at the scene's image size (``simulation.scene.width``/``height``, the size the renderer was
+    made with, which ``sim_schema`` and ``sim_render`` hold the stored frames to): K from the model's
+    ``cam_fovy`` (:func:`openarm_sim_dataset.sim.render.intrinsics`), within :data:`K_TOLERANCE_PX`.
+    ``only_K``: K alone (an episode's own model; the sizes are the dataset's)."""
+    import numpy as np
+
+    from ..sim.render import intrinsics
+
+    sim = _sim(ctx)
+    cams = sim.get("cameras") or {}
+    if not cams:
+        return []
+    w, h = int(sim["scene"]["width"]), int(sim["scene"]["height"])
+    declared = ctx.ds.meta.equipment.perceptions.cameras
+    out = []
+    for c, d in cams.items():
+        want = intrinsics(m, c, w, h)
+        K = np.asarray(d["K"], dtype=np.float64)
+        if K.shape != (3, 3) or not np.all(np.abs(K - want) <= K_TOLERANCE_PX):
+            out.append(f"simulation.cameras.{c}.K {K.tolist()} is not the model's "
+                       f"{np.round(want, 6).tolist()} (cam_fovy at {w}x{h})")
+        if only_K:
+            continue
+        if (d.get("width"), d.get("height")) != (w, h):
+            out.append(f"simulation.cameras.{c} says {d.get('width')}x{d.get('height')}, the scene draws {w}x{h}")
+        eq = declared[c] if c in declared else None
+        if not isinstance(eq, dict) or (eq.get("width"), eq.get("height")) != (w, h):
+            got = f"{eq.get('width')}x{eq.get('height')}" if isinstance(eq, dict) else "nothing"
+            out.append(f"equipment.perceptions.cameras.{c} says {got}, the scene draws {w}x{h}")
+    return out
 
 
 def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[bool, str | None] | None:
@@ -75,9 +118,11 @@ def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[
     if (d := _first_difference(variation.to_dict(), drawn.to_dict() if drawn else None)) is not None:
         what.append(f"variation is not the one seed {seed} draws under randomization {mode!r} (at {d})")
     try:
-        episode_model(ctx, ep)
+        m = episode_model(ctx, ep)
     except DatasetError as e:
         what.append(f"model rebuilt from its variation: {e.message}")
+    else:  # the K a user projects this episode with is the K of the model it was drawn on
+        what += [f"camera of its model: {p}" for p in camera_description_problems(ctx, m, only_K=True)]
     return True, (f"episode {ep}: " + "; ".join(what) if what else None)
 
 
@@ -85,6 +130,11 @@ def _provenance_reduce(ctx: Context, prep: tuple[bool, str], parts: dict) -> Out
     ok, detail = prep
     if not ok:
         return Outcome(False, detail, list(ctx.episodes))
+    cams = camera_description_problems(ctx, built_model(ctx).model)
+    if cams:  # every episode is projected with these descriptions
+        return Outcome(False, "camera descriptions in metadata.yaml are not the cameras the images were drawn "
+                       f"with: {'; '.join(cams[:3])}" + (f" (and {len(cams) - 3} more)" if len(cams) > 3 else ""),
+                       list(ctx.episodes))
     bad, problems, varied = [], [], 0
     for ep, part in parts.items():
         if part is None:

@@ -1,5 +1,6 @@
 """``sim_render``: stored camera frames rendered again from their stored states; ``sim_regenerate``: whole
-episodes generated again from their seed and compared array for array (on request).
+episodes generated again from their seed and compared array for array (on request), with the entry keys
+only the controller's run counts (``attempts``, ``arm_contacts``).
 """
 
 from __future__ import annotations
@@ -137,6 +138,12 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
                     s = stored.get(f"{emb}/{comp}/{attr}") if isinstance(stored, dict) else None
                     if s is None or not np.array_equal(s.values, values) or not np.array_equal(s.timestamps, g.timestamps):
                         diffs.append(f"{kind} {comp} {attr}")
+        entry = ctx.ds.episode(ep)
+        for key, value in (("attempts", int(rec.result.attempts)), ("arm_contacts", int(rec.result.arm_contacts))):
+            if key in entry:  # counted by the controller as it ran: only a run again shows them
+                arrays += 1
+                if entry[key] != value:
+                    diffs.append(f"metadata entry's {key} {entry[key]!r} (regenerated: {value})")
         cams = ctx.cameras(ep)
         for name, frames in rec.data.cameras.items():
             arrays += 1

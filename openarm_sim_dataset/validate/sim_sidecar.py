@@ -87,6 +87,37 @@ def _schema_reduce(ctx: Context, prep: tuple, parts: dict) -> Outcome:
 check_sim_schema = EpisodeCheck(_schema_episode, _schema_reduce, _schema_prepare)
 
 
+def _rates_prepare(ctx: Context) -> tuple[int | None, list[str]]:
+    """``(physics steps per frame that camera_hz and timestep_s make, what the block's rates contradict)``:
+    ``timestep_s`` against the scene's ``timestep`` (the model's); a generated dataset's ``state_hz``
+    against every declared obs/action arm rate and its ``camera_hz`` against every declared camera rate
+    (``timestamps`` and ``camera_rate`` hold those to the stored stamps). A dataflow recording declares
+    the rates its recorder measured: only its per-frame interval is checked."""
+    sim = _sim(ctx)
+    problems = []
+    try:
+        dt, hz = float(sim["timestep_s"]), float(sim["camera_hz"])
+    except (KeyError, TypeError, ValueError):
+        return None, ["simulation.timestep_s / camera_hz missing or not numbers"]
+    scene_dt = (sim.get("scene") or {}).get("timestep")
+    if scene_dt is not None and scene_dt != dt:
+        problems.append(f"simulation.timestep_s {dt!r} is not the scene's timestep {scene_dt!r}")
+    every = round(1.0 / (hz * dt)) if hz > 0 and dt > 0 else None
+    if not sidecar.recorded_live(sim):
+        meta = ctx.ds.meta
+        for kind in layout.KINDS:
+            for side_ in layout.ARM_SIDES:
+                got = meta.frequency(kind, "arms", side_)
+                if got is not None and got != sim.get("state_hz"):
+                    problems.append(f"frequencies.{kind}.arms.{side_} {got!r} is not simulation.state_hz "
+                                    f"{sim.get('state_hz')!r}")
+        for cam in _cameras(ctx):
+            got = meta.frequency("cameras", meta.stored_camera_name(cam)) if cam in meta.cameras else None
+            if got is not None and got != hz:
+                problems.append(f"frequencies.cameras.{cam} {got!r} is not simulation.camera_hz {hz!r}")
+    return every, problems
+
+
 def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] | None:
     """(frames with object poses, first problem or None); None without a usable sidecar."""
     side = ctx.sidecar(ep)
@@ -95,8 +126,12 @@ def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] 
     known = np.array(sorted(sidecar.LABELS), dtype=np.uint8)
     problems, frames = [], 0
     steps = side.get("step")
+    every = prep[0] if prep else None
     if steps is not None and len(steps) > 1 and len(np.unique(np.diff(steps))) != 1:
         problems.append("frame interval not constant")
+    elif steps is not None and len(steps) > 1 and every is not None and int(steps[1] - steps[0]) != every:
+        problems.append(f"frames {int(steps[1] - steps[0])} physics steps apart, simulation.camera_hz and "
+                        f"timestep_s make {every}")
     pose = side.get("object_pose")
     if pose is not None and pose.size:
         frames += len(pose)
@@ -115,6 +150,8 @@ def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] 
 
 def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     bad, first, frames = [], None, 0
+    if prep and prep[1]:  # the rates every episode is read with
+        return Outcome(False, "simulation block's rates contradict: " + "; ".join(prep[1][:3]), list(ctx.episodes))
     for ep, part in parts.items():
         if part is None:
             continue
@@ -122,11 +159,12 @@ def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
         if part[1] is not None:
             bad.append(ep)
             first = first or f"episode {ep}: {part[1]}"
-    return Outcome(not bad, f"{frames} frames: constant interval, unit quaternions, finite positive depth, known labels"
+    return Outcome(not bad, f"{frames} frames: constant interval of camera_hz, rates as declared, unit quaternions, "
+                   "finite positive depth, known labels"
                    + (f"; {first}" if first else ""), bad)
 
 
-check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce)
+check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce, _rates_prepare)
 
 
 def _streams_prepare(ctx: Context) -> tuple:
