@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
 
 from . import layout
 from .atomic import atomic_write_bytes, fsync_dir
@@ -64,9 +63,7 @@ def read_journal(root: Path) -> list[dict]:
         return []
     except OSError as e:
         raise MetadataError(path, f"cannot read: {e.strerror}") from None
-    lines = raw.split(b"\n")
-    complete, torn = lines[:-1], lines[-1]  # torn: the bytes after the last newline (b"" normally)
-    del torn
+    complete = raw.split(b"\n")[:-1]  # the bytes after the last newline (b"" normally) are a torn append
     out: list[dict] = []
     for n, line in enumerate(complete, 1):
         try:
