@@ -207,8 +207,10 @@ def episode_log(root: Path, meta: "Metadata") -> EpisodeLog:
 
 
 def close_log(root: Path, meta: "Metadata") -> None:
-    """End of a writer: fold the journal into metadata.yaml and write the index (no-op without commits
-    through ``meta``)."""
+    """End of a writer: fold the journal into metadata.yaml (also one a killed writer left, when this
+    run committed nothing) and write the index."""
     log = getattr(meta, "_episode_log", None)
     if log is not None and log.root == Path(root):
         log.close()
+    elif journal_path(Path(root)).exists():  # a run with nothing left to commit still folds a killed one's journal
+        episode_log(Path(root), meta).close()

@@ -107,6 +107,19 @@ def test_a_torn_last_journal_line_is_ignored_and_the_next_writer_folds(generated
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_a_writer_with_nothing_to_commit_still_folds_a_journal(generated, tmp_path, monkeypatch):
+    """A rerun that finds every episode present (killed after the last journal line, before its fold)
+    commits nothing, and still leaves metadata.yaml complete and no journal."""
+    monkeypatch.setenv("OPENARM_SIM_FOLD_EVERY", "100")
+    src = Dataset(generated)
+    out = tmp_path / "ds"
+    meta = empty_copy(generated, out)
+    commit_episode(out, meta, dict(src.episodes[0], id="0"), physics_only(src, 0))
+    assert yaml_ids(out) == [] and (out / layout.JOURNAL_FILE).exists()
+    close_log(out, Metadata.load(out))  # the rerun's end, no commit in between
+    assert yaml_ids(out) == ["0"] and not (out / layout.JOURNAL_FILE).exists()
+
+
 def test_metadata_write_folds_the_journal(generated, tmp_path, monkeypatch):
     """dataset-validate rewriting metadata.yaml (Metadata.write) takes the journal's entries with it."""
     monkeypatch.setenv("OPENARM_SIM_FOLD_EVERY", "100")
