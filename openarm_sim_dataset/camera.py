@@ -131,6 +131,9 @@ def decode_jpeg_chw(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndar
 @lru_cache(maxsize=256)
 def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(timestamps, offsets, sizes) of a camera tar, sorted by timestamp. Cached per file version."""
+    fast = _ustar_index(path)
+    if fast is not None:
+        return _sorted_unique(path, *fast)
     stamps, offsets, sizes = [], [], []
     try:
         with tarfile.open(path, mode="r:") as tf:
@@ -148,6 +151,77 @@ def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.nda
     except OSError as e:
         raise CameraError(path, f"cannot read ({e.strerror})") from None
     return _sorted_unique(path, np.array(stamps, dtype=np.int64), np.array(offsets, dtype=np.int64), np.array(sizes, dtype=np.int64))
+
+
+_ZERO_BLOCK = bytes(512)
+
+
+def _ustar_index(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The index of a plain USTAR/GNU tar of regular members named ``<integer>.jpeg`` (what every writer
+    of the format makes), read from the 512-byte headers alone: ~25x cheaper than ``tarfile``, which
+    dominated ``dataset-info`` on tar cameras. None for anything else (an extended header, a long name,
+    another member type, a bad checksum, a truncated archive): :mod:`tarfile` then reads it, with its
+    errors."""
+    stamps, offsets, sizes = [], [], []
+    try:
+        with open(path, "rb", buffering=0) as f:
+            end = os.fstat(f.fileno()).st_size
+            pos = 0
+            pax: dict[bytes, bytes] = {}
+            while pos + 512 <= end:
+                f.seek(pos)
+                hdr = f.read(512)
+                if hdr == _ZERO_BLOCK:
+                    break
+                if len(hdr) < 512 or hdr[156:157] not in (b"0", b"\0", b"x") or hdr[124] & 0x80:
+                    return None
+                chk = hdr[148:156].split(b"\0", 1)[0].strip()
+                if not chk or int(chk, 8) != sum(hdr[:148]) + 256 + sum(hdr[156:]):
+                    return None
+                size = int(hdr[124:136].split(b"\0", 1)[0].strip() or b"0", 8)
+                if hdr[156:157] == b"x":  # a PAX header for the next member (Python's tarfile writes mtime here)
+                    if pax or size > 4096 or pos + 512 + size > end:
+                        return None
+                    pax = _pax_records(f.read(size))
+                    if pax is None or set(pax) - {b"path", b"mtime", b"atime", b"ctime"}:
+                        return None
+                    pos += 512 + (size + 511) // 512 * 512
+                    continue
+                name = hdr[:100].split(b"\0", 1)[0]
+                if hdr[257:263] == b"ustar\x00" and hdr[345] != 0:  # POSIX prefix (GNU puts times there)
+                    name = hdr[345:500].split(b"\0", 1)[0] + b"/" + name
+                name = pax.pop(b"path", name)
+                pax = {}
+                ts = layout.parse_frame_name(name.decode("utf-8", "surrogateescape"))
+                if ts is None or pos + 512 + size > end:
+                    return None
+                stamps.append(ts)
+                offsets.append(pos + 512)
+                sizes.append(size)
+                pos += 512 + (size + 511) // 512 * 512
+            else:
+                if pos != end:
+                    return None
+    except (OSError, ValueError):
+        return None
+    return np.array(stamps, dtype=np.int64), np.array(offsets, dtype=np.int64), np.array(sizes, dtype=np.int64)
+
+
+def _pax_records(data: bytes) -> dict[bytes, bytes] | None:
+    """The ``LEN key=value`` records (newline-ended) of a PAX header, or None when malformed."""
+    out, i = {}, 0
+    while i < len(data) and data[i:i + 1] != b"\0":
+        sp = data.find(b" ", i)
+        if sp < 0 or not data[i:sp].isdigit():
+            return None
+        n = int(data[i:sp])
+        rec = data[sp + 1:i + n]
+        if n <= 0 or not rec.endswith(b"\n") or b"=" not in rec:
+            return None
+        k, _, v = rec[:-1].partition(b"=")
+        out[k] = v
+        i += n
+    return out
 
 
 def _sorted_unique(path, stamps: np.ndarray, *others: np.ndarray):

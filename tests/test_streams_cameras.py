@@ -235,3 +235,66 @@ def test_state_table_from_buffers_equals_pyarrow_conversion_and_needs_no_pandas(
             "print('pandas' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "False", (r.stdout, r.stderr)
+
+
+def _tarfile_index(path):
+    out = []
+    with tarfile.open(path, mode="r:") as tf:
+        for m in tf:
+            out.append((m.name, m.offset_data, m.size))
+    return sorted(out, key=lambda t: int(t[0].split(".")[0]))
+
+
+def test_fast_tar_index_equals_tarfile_and_falls_back_on_anything_else(tmp_path):
+    """camera._ustar_index (headers parsed directly) gives tarfile's offsets and sizes on our tars and
+    the reference package's, and declines (None: tarfile reads it) a PAX archive, a long name, a bad
+    checksum and a truncated archive."""
+    from openarm_sim_dataset.camera import _ustar_index
+
+    tars = sorted(OWN_FIXTURES.rglob("*.tar"))
+    from conftest import REF_FIXTURES
+    if REF_FIXTURES.is_dir():
+        out = tmp_path / "ref_written"
+        import openarm_dataset as od  # the reference's own tar writer
+
+        od.Dataset(REF_FIXTURES / "dataset_0.3.0").write(out, camera_format="tar")
+        tars += sorted(out.rglob("*.tar"))
+    assert len(tars) >= 4
+    for path in tars:
+        stamps, offsets, sizes = _ustar_index(str(path))
+        want = _tarfile_index(path)
+        order = np.argsort(stamps)
+        assert [int(n.split(".")[0]) for n, _, _ in want] == stamps[order].tolist(), path
+        assert [o for _, o, _ in want] == offsets[order].tolist() and [s for _, _, s in want] == sizes[order].tolist()
+    frames = [(1_000 + i, bytes([i]) * (700 + i)) for i in range(5)]
+
+    def write(fmt, name, **attrs):
+        p = tmp_path / f"{name}.tar"
+        with tarfile.open(p, "w", format=fmt) as tf:
+            for ts, data in frames:
+                info = tarfile.TarInfo(f"{ts}.jpeg")
+                info.size = len(data)
+                for k, v in attrs.items():
+                    setattr(info, k, v)
+                tf.addfile(info, io.BytesIO(data))
+        return p
+
+    for fmt, name, attrs in ((tarfile.USTAR_FORMAT, "ustar", {}), (tarfile.GNU_FORMAT, "gnu", {}),
+                             (tarfile.PAX_FORMAT, "pax_mtime", {"mtime": 1.5})):  # a float mtime: a PAX header
+        p = write(fmt, name, **attrs)
+        got = _ustar_index(str(p))
+        assert got is not None, name
+        want = _tarfile_index(p)
+        assert got[0].tolist() == [ts for ts, _ in frames] and got[1].tolist() == [o for _, o, _ in want], name
+    assert (tmp_path / "pax_mtime.tar").read_bytes()[156:157] == b"x"
+    # a PAX header with any other record is left to tarfile
+    assert _ustar_index(str(write(tarfile.PAX_FORMAT, "pax_other", pax_headers={"comment": "x"}))) is None
+    good = (tmp_path / "ustar.tar").read_bytes()
+    bad = bytearray(good)
+    bad[0] ^= 1  # the first header's checksum no longer matches
+    (tmp_path / "bad.tar").write_bytes(bytes(bad))
+    assert _ustar_index(str(tmp_path / "bad.tar")) is None
+    (tmp_path / "cut.tar").write_bytes(good[:512 + 300])
+    assert _ustar_index(str(tmp_path / "cut.tar")) is None
+    with pytest.raises(CameraError):
+        Camera("head", tmp_path / "cut.tar").timestamps
