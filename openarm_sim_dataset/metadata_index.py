@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 FORMAT = "openarm-sim-metadata-index"
 VERSION = 1
 #: metadata.yaml smaller than this is parsed directly (an index would not be faster).
-INDEX_MIN_BYTES = 512 * 1024
+INDEX_MIN_BYTES = 128 * 1024
 CACHE_KEEP = 32
 
 

@@ -146,7 +146,7 @@ def big_dataset(generated: Path, out: Path, n: int) -> Metadata:
 
 def test_a_big_metadata_opens_through_its_index_and_never_through_a_stale_one(generated, tmp_path, monkeypatch):
     out = tmp_path / "big"
-    meta = big_dataset(generated, out, 2500)
+    meta = big_dataset(generated, out, 600)
     raw = (out / "metadata.yaml").read_bytes()
     assert len(raw) >= metadata_index.INDEX_MIN_BYTES
     index = json.loads((out / layout.METADATA_INDEX_FILE).read_text())
@@ -188,7 +188,7 @@ def test_an_index_is_not_written_for_entries_json_would_change(generated, tmp_pa
     out = tmp_path / "big"
     meta = Dataset(generated).meta.copy()
     eps = Dataset(generated).episodes
-    meta.data["episodes"] = [dict(eps[0], id=str(i), note={1: "integer key"}) for i in range(2500)]
+    meta.data["episodes"] = [dict(eps[0], id=str(i), note={1: "integer key"}) for i in range(600)]
     out.mkdir()
     meta.write(out)
     assert not (out / layout.METADATA_INDEX_FILE).exists()

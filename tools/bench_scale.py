@@ -15,9 +15,10 @@ are timed whole:
   * ``first sample``: ``Dataset(path).sample(hz=5)[0]``
   * ``dataset-info --json``, ``dataset-validate --quick``, ``dataset-merge --link`` (CLIs; merge of the
     N-episode dataset with the 2-episode source, ``--allow-duplicates`` as they share episodes)
-  * ``commit``: in one process, K=100 more physics-only episodes committed into the N-episode dataset
-    through the writers' path (``writer.commit_episode``), mean per episode with every fold of the
-    journal and the writer's final one included; baseline: one whole rewrite of metadata.yaml at N
+  * ``commit``: in one process, physics-only episodes committed into the N-episode dataset through the
+    writers' path (``writer.commit_episode``) for at least 100 commits and 25 s: mean per episode with
+    the journal's folds during the run (every 10 s at this size), the median, and the writer's end (the
+    last fold and the index) apart; baseline: one whole rewrite of metadata.yaml at N
     (``Metadata.write``), which is what every commit paid before the journal.
 
 Usage: PYTHONPATH=. python tools/bench_scale.py [--sizes 10 1000 10000] [--meta-sizes 100000]
@@ -111,8 +112,10 @@ def open_without_index(path: Path, env: dict) -> float:
             hidden.rename(index)
 
 
-def commit_cost(source: Path, path: Path, k: int = 100) -> tuple[float, float, float]:
-    """(mean s per commit incl. folds and the final one, median s per commit, one whole rewrite at N)."""
+def commit_cost(source: Path, path: Path, k: int = 100, seconds: float = 25.0) -> tuple[float, float, float, float]:
+    """(mean s per commit with the journal's folds during the run, median s per commit, the writer's
+    end (last fold + index), one whole rewrite at N). At least ``k`` commits and ``seconds`` of them, so
+    that folds due by time (every 10 s) fall inside the run."""
     from openarm_sim_dataset import Dataset, Metadata
     from openarm_sim_dataset.writer import EpisodeData, close_log, commit_episode
 
@@ -132,18 +135,22 @@ def commit_cost(source: Path, path: Path, k: int = 100) -> tuple[float, float, f
     episode_log(path, meta)
     times = []
     t_all = time.perf_counter()
-    for i in range(k):
+    i = 0
+    while i < k or time.perf_counter() - t_all < seconds:
         t0 = time.perf_counter()
         commit_episode(path, meta, dict(entry, id=str(n + i)), data)
         times.append(time.perf_counter() - t0)
-    close_log(path, meta)
+        i += 1
     total = time.perf_counter() - t_all
-    return total / k, statistics.median(times), rewrite
+    t0 = time.perf_counter()
+    close_log(path, meta)
+    end = time.perf_counter() - t0
+    return total / len(times), statistics.median(times), end, rewrite
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 1000, 10000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[10, 1000, 10000])
     ap.add_argument("--meta-sizes", type=int, nargs="*", default=[100000],
                     help="metadata-only sizes (open and commit only)")
     ap.add_argument("--formats", nargs="+", default=["dir", "tar"], choices=["dir", "tar"])
@@ -185,9 +192,10 @@ def main() -> None:
                        timed([str(BIN / "dataset-merge"), str(path), str(source), "-o", str(merged), "--link",
                               "--allow-duplicates"], env))
                 shutil.rmtree(merged, ignore_errors=True)
-                mean, median, rewrite = commit_cost(source, path)
+                mean, median, end, rewrite = commit_cost(source, path)
                 record(fmt, n, "commit", mean, mean)
                 record(fmt, n, "commit (median)", median, median)
+                record(fmt, n, "writer's end", end, end)
                 record(fmt, n, "rewrite (before)", rewrite, rewrite)
                 shutil.rmtree(path)
         fmt = args.formats[0]
@@ -201,9 +209,10 @@ def main() -> None:
             print(f"built {path.name}: {n} entries (metadata only) in {time.perf_counter() - t0:.1f} s", flush=True)
             record("meta", n, "open", in_process("open", path, env))
             record("meta", n, "open, no index", open_without_index(path, env))
-            mean, median, rewrite = commit_cost(source, path)
+            mean, median, end, rewrite = commit_cost(source, path)
             record("meta", n, "commit", mean, mean)
             record("meta", n, "commit (median)", median, median)
+            record("meta", n, "writer's end", end, end)
             record("meta", n, "rewrite (before)", rewrite, rewrite)
             shutil.rmtree(path)
     finally:
@@ -224,20 +233,21 @@ def plot(rows: list[dict], out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ops_total = ["open", "open, no index"]
     for ax, title, ops, key in (
-            (axes[0], "per episode (ms): what grows with N is not flat", None, "per_episode_ms"),
-            (axes[1], "whole call (s): open and commit", ops_total + ["commit", "rewrite (before)"], "seconds")):
+            (axes[0], "cost per episode (ms): flat or falling = at most linear in N", None, "per_episode_ms"),
+            (axes[1], "whole call (s): open and commit", ops_total + ["commit", "rewrite (before)", "writer's end"],
+             "seconds")):
         series: dict[tuple[str, str], list[tuple[int, float]]] = {}
         for r in rows:
-            if ops is None and r["op"] in ("commit (median)", "open, no index", "rewrite (before)"):
+            if ops is None and r["op"] in ("commit (median)", "open, no index", "rewrite (before)", "writer's end"):
                 continue
             if ops is not None and r["op"] not in ops:
                 continue
-            fmt = "dir" if r["format"] == "meta" else r["format"]
+            fmt = "metadata only" if r["format"] == "meta" else r["format"]
             series.setdefault((fmt, r["op"]), []).append((r["n"], r[key]))
         for (fmt, op), pts in sorted(series.items()):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{op} ({fmt})",
-                    linestyle="-" if fmt == "dir" else "--")
+                    linestyle={"dir": "-", "tar": "--"}.get(fmt, ":"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("episodes in the dataset (N)")
