@@ -406,7 +406,8 @@ class Metadata:
         """Write ``<root>/metadata.yaml`` atomically in the 0.4.0 layout (every entry of a journal
         included: the journal is removed after)."""
         head, body = self.dump_parts()
-        atomic_write_bytes(Path(root) / layout.METADATA_FILE, head + body)
+        raw = head + body
+        atomic_write_bytes(Path(root) / layout.METADATA_FILE, raw)
         from .journal import journal_path
 
         journal = journal_path(Path(root))
@@ -417,7 +418,7 @@ class Metadata:
             log.reset(body[len(b"episodes:\n"):] if self.episodes else b"")
         from .metadata_index import write_index
 
-        write_index(Path(root), self)
+        write_index(Path(root), self, raw)
 
     def copy(self) -> "Metadata":
         """An independent copy, already in 0.4.0 form."""
@@ -501,7 +502,7 @@ def _read_document(path: Path, root: Path) -> _Read:
         if "meta" in doc:
             return _Read(_convert_unversioned(doc, root), path, layout.UNVERSIONED)
         read = _Read(doc, path, doc.get("version"))
-        if digest:
+        if digest and metadata_index.cache_dir() is not None:  # the parse is worth caching only if there is a cache
             encoded = metadata_index.encode(digest, doc)
             read.index = (digest, encoded) if encoded else None
     if read.layout not in layout.KNOWN_VERSIONS[1:]:

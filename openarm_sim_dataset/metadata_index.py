@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,13 +42,9 @@ CACHE_KEEP = 32
 
 def cache_dir() -> Path | None:
     """The per-user index cache, or None when ``OPENARM_SIM_INDEX_CACHE=off``."""
-    env = os.environ.get("OPENARM_SIM_INDEX_CACHE")
-    if env == "off":
-        return None
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "openarm_sim_dataset" / "metadata"
+    from .cache import cache_folder
+
+    return cache_folder("OPENARM_SIM_INDEX_CACHE", "metadata")
 
 
 def sha256(raw: bytes) -> str:
@@ -136,15 +131,17 @@ def remember(digest: str, data: bytes) -> None:
         pass
 
 
-def write_index(root: Path, meta: "Metadata") -> bool:
+def write_index(root: Path, meta: "Metadata", raw: bytes | None = None) -> bool:
     """Write ``<root>/metadata.index.json`` for the metadata.yaml now in ``root`` (a writer's own
-    dataset, when it ends); a small one gets none (and loses a stale one). True when written."""
+    dataset, when it ends; ``raw``: its bytes, when the caller just wrote them); a small one gets none
+    (and loses a stale one). True when written."""
     root = Path(root)
     path = root / layout.METADATA_INDEX_FILE
-    try:
-        raw = (root / layout.METADATA_FILE).read_bytes()
-    except OSError:
-        return False
+    if raw is None:
+        try:
+            raw = (root / layout.METADATA_FILE).read_bytes()
+        except OSError:
+            return False
     data = encode(sha256(raw), meta.to_dict()) if len(raw) >= INDEX_MIN_BYTES else None
     if data is None:
         path.unlink(missing_ok=True)

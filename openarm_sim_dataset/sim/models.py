@@ -93,13 +93,9 @@ def _mujoco_library_sha256() -> str:
 
 def disk_dir() -> Path | None:
     """Folder of the on-disk model cache, or None when ``OPENARM_SIM_MODEL_CACHE=off``."""
-    env = os.environ.get("OPENARM_SIM_MODEL_CACHE")
-    if env is not None and env.strip().lower() in ("", "0", "off", "no", "none"):
-        return None
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "openarm_sim_dataset" / "models"
+    from ..cache import cache_folder
+
+    return cache_folder("OPENARM_SIM_MODEL_CACHE", "models")
 
 
 def _digest(key: tuple) -> str:
