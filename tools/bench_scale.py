@@ -170,6 +170,11 @@ def main() -> None:
         rows.append({"format": fmt, "n": n, "op": op, "seconds": s, "per_episode_ms": per * 1e3})
         print(f"{fmt:>4} {n:>7} {op:<26} {s:9.3f} s  {per * 1e3:9.3f} ms/episode", flush=True)
 
+    def record_commits(fmt: str, n: int, source: Path, path: Path) -> None:
+        figures = commit_cost(source, path)
+        for op, s in zip(("commit", "commit (median)", "writer's end", "rewrite (before)"), figures):
+            record(fmt, n, op, s, s)
+
     try:
         for fmt in args.formats:
             source = make_source(work, fmt)
@@ -192,11 +197,7 @@ def main() -> None:
                        timed([str(BIN / "dataset-merge"), str(path), str(source), "-o", str(merged), "--link",
                               "--allow-duplicates"], env))
                 shutil.rmtree(merged, ignore_errors=True)
-                mean, median, end, rewrite = commit_cost(source, path)
-                record(fmt, n, "commit", mean, mean)
-                record(fmt, n, "commit (median)", median, median)
-                record(fmt, n, "writer's end", end, end)
-                record(fmt, n, "rewrite (before)", rewrite, rewrite)
+                record_commits(fmt, n, source, path)
                 shutil.rmtree(path)
         fmt = args.formats[0]
         source = make_source(work, fmt)
@@ -209,11 +210,7 @@ def main() -> None:
             print(f"built {path.name}: {n} entries (metadata only) in {time.perf_counter() - t0:.1f} s", flush=True)
             record("meta", n, "open", in_process("open", path, env))
             record("meta", n, "open, no index", open_without_index(path, env))
-            mean, median, end, rewrite = commit_cost(source, path)
-            record("meta", n, "commit", mean, mean)
-            record("meta", n, "commit (median)", median, median)
-            record("meta", n, "writer's end", end, end)
-            record("meta", n, "rewrite (before)", rewrite, rewrite)
+            record_commits("meta", n, source, path)
             shutil.rmtree(path)
     finally:
         if args.json:
