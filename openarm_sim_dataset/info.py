@@ -27,21 +27,18 @@ never decodes an image, and imports neither pandas nor MuJoCo nor matplotlib.
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import layout
+from . import episode_summary, layout
 from .atomic import TMP_PREFIX
-from .camera import Camera
 from .dataset import Dataset
-from .errors import CameraError
+from .episode_summary import camera_figures, jpeg_size, stream_figures  # noqa: F401 (jpeg_size: public here too)
 from .report import human_bytes
 from .stats import wilson_interval
-from .streams import read_timestamps
 
 #: Length of the model hash prefix shown (hex digits).
 HASH_PREFIX = 12
@@ -52,27 +49,39 @@ PARALLEL_MIN = 400
 
 
 def _episode_figures(ds: Dataset, ep: dict) -> dict:
-    """One episode's figures: its entry, its streams' and cameras' spans, and the bytes of its folder
-    (files with one link summed; hard-linked ones returned by inode, counted once over the dataset)."""
-    ep_id = ds.episode_id(ep)
+    """One episode's figures from its files: its entry, its streams' and cameras' spans, and the bytes
+    of its folder (files with one link summed; hard-linked ones returned by inode, counted once over
+    the dataset)."""
     first, last, streams, cameras = [], [], [], []
     for kind in layout.KINDS:
         for f in ds.stream_files(ep, kind):
-            ts, names = read_timestamps(f.path)
-            attrs = [f.attribute] if f.attribute else [n for n in names if n != layout.TIMESTAMP_COLUMN]
-            span = (len(ts), int(ts[-1] - ts[0])) if len(ts) else None
-            streams.append((kind, f.prefix, attrs, list(f.columns), len(ts), span))
-            if len(ts):
-                first.append(int(ts.min()))
-                last.append(int(ts.max()))
+            s = stream_figures(f.path)
+            streams.append(_stream_row(kind, f.prefix, f.attribute, f.columns, s))
+            if s["rows"]:
+                first.append(s["min_ns"])
+                last.append(s["max_ns"])
     for name in ds.camera_names:
-        cam = ds.load_camera(name, ep)
-        size = jpeg_size(cam.get_frame(0).read_bytes(), cam.frame_path(0)) if cam.num_frames else None
-        span = (cam.num_frames, int(cam.timestamps[-1] - cam.timestamps[0])) if cam.num_frames else None
-        cameras.append((name, cam.format, cam.num_frames, size, span))
+        cameras.append(_camera_row(name, camera_figures(ds.load_camera(name, ep))))
+    disk, shared = _tree_bytes(ds.root, ds.episode_path(ep))
+    return {"entry": _entry(ds, ep, first, last), "streams": streams, "cameras": cameras, "disk": disk,
+            "shared": shared}
+
+
+def _stream_row(kind: str, prefix: str, attribute: str | None, columns, s: dict) -> tuple:
+    attrs = [attribute] if attribute else list(s["columns"])
+    span = (s["rows"], s["last_ns"] - s["first_ns"]) if s["rows"] else None
+    return (kind, prefix, attrs, list(columns), s["rows"], span)
+
+
+def _camera_row(name: str, c: dict) -> tuple:
+    span = (c["frames"], c["last_ns"] - c["first_ns"]) if c["frames"] else None
+    return (name, c["format"], c["frames"], tuple(c["size"]) if c["frames"] else None, span)
+
+
+def _entry(ds: Dataset, ep: dict, first: list[int], last: list[int]) -> dict:
     start, end = (min(first), max(last)) if first else (None, None)
     entry = {
-        "id": ep_id,
+        "id": ds.episode_id(ep),
         "task_index": ep.get("task_index"),
         "success": ep.get("success"),
         "valid": ep.get("valid"),
@@ -83,8 +92,72 @@ def _episode_figures(ds: Dataset, ep: dict) -> dict:
     }
     if "outcome" in ep:
         entry["outcome"] = ep["outcome"]
-    disk, shared = _tree_bytes(ds.root, ds.episode_path(ep))
-    return {"entry": entry, "streams": streams, "cameras": cameras, "disk": disk, "shared": shared}
+    return entry
+
+
+class _Plan:
+    """Where a 0.4.0 episode's streams and cameras are, relative to its folder (from metadata.yaml,
+    once per dataset): what :func:`_summary_figures` looks up in a summary."""
+
+    def __init__(self, ds: Dataset):
+        self.streams = []  # (kind, relative path, prefix, attribute, columns), in stream_files order
+        base = layout.episode_dir(Path("."), "0")
+        for kind in layout.KINDS:
+            for emb in ds.meta.embodiments:
+                for comp in emb.components or (None,):
+                    folder = layout.component_dir(Path("."), "0", kind, emb.name, comp, ds.version).relative_to(base)
+                    prefix = f"{emb.name}/{comp}" if comp else emb.name
+                    self.streams.append((kind, (folder / layout.STATE_FILE).as_posix(), prefix, None, emb.joints))
+                    for attr in emb.legacy_attributes:
+                        self.streams.append((kind, (folder / f"{attr}.parquet").as_posix(), prefix, attr, emb.joints))
+        self.cameras = [(name, layout.check_name(ds.meta.stored_camera_name(name), "camera name"))
+                        for name in ds.camera_names]
+
+
+def _summary_figures(ds: Dataset, ep: dict, plan: _Plan) -> dict | None:
+    """One episode's figures from its summary (:mod:`.episode_summary`), as :func:`_episode_figures`
+    makes them from the files; None when it has no summary this version can use (then the files are read).
+    Its bytes are the summary's and the manifest's: an episode whose summary file has several links
+    (hard-linked copies of one episode) is counted once per summary inode."""
+    ep_dir = ds.episode_path(ep)
+    got = episode_summary.read(ep_dir)
+    if got is None:
+        return None
+    doc, st = got
+    try:
+        first, last, streams, cameras = [], [], [], []
+        for kind, rel, prefix, attribute, columns in plan.streams:
+            s = doc["streams"].get(rel)
+            if s is not None:
+                streams.append(_stream_row(kind, prefix, attribute, columns, s))
+                if s["rows"]:
+                    first.append(int(s["min_ns"]))
+                    last.append(int(s["max_ns"]))
+        for name, stored in plan.cameras:
+            c = doc["cameras"].get(stored)
+            if c is None:  # not under cameras/ when it was written: the files say how that reads now
+                return None
+            cameras.append(_camera_row(name, c))
+        counted = {k: int(doc["bytes"][k]) for k in episode_summary.BYTE_KINDS}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    counted["metadata"] += st.st_size
+    disk, shared = dict.fromkeys(episode_summary.BYTE_KINDS, 0), []
+    if st.st_nlink > 1:
+        shared += [(("summary", st.st_dev, st.st_ino, k), k, v) for k, v in counted.items()]
+    else:
+        disk = counted
+    try:
+        m = os.lstat(ep_dir / layout.MANIFEST_FILE)
+    except OSError:
+        m = None
+    if m is not None:
+        if m.st_nlink > 1:
+            shared.append(((m.st_dev, m.st_ino), "metadata", m.st_size))
+        else:
+            disk["metadata"] += m.st_size
+    return {"entry": _entry(ds, ep, first, last), "streams": streams, "cameras": cameras, "disk": disk,
+            "shared": shared}
 
 
 def _chunk_figures(root: str, camera_names: list[str], ids: list[str]) -> list:
@@ -100,25 +173,36 @@ def _chunk_figures(root: str, camera_names: list[str], ids: list[str]) -> list:
 
 
 def _all_figures(ds: Dataset, workers: int) -> list[dict]:
-    ids = ds.episode_ids
-    if workers <= 1 or len(ids) < PARALLEL_MIN:
-        return [_episode_figures(ds, ep) for ep in ds.episodes]
+    """Every episode's figures, in order: from its summary where it has one, else from its files (by
+    ``workers`` processes from :data:`PARALLEL_MIN` such episodes on)."""
+    figures: list[dict | None] = [None] * ds.num_episodes
+    if ds.version == layout.FORMAT_VERSION:
+        plan = _Plan(ds)
+        figures = [_summary_figures(ds, ep, plan) for ep in ds.episodes]
+    todo = [i for i, f in enumerate(figures) if f is None]
+    if workers <= 1 or len(todo) < PARALLEL_MIN:
+        for i in todo:
+            figures[i] = _episode_figures(ds, ds.episodes[i])
+        return figures
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     from . import errors
 
+    ids = [ds.episode_id(ds.episodes[i]) for i in todo]
     size = max(50, len(ids) // (workers * 8))
     chunks = [ids[i:i + size] for i in range(0, len(ids), size)]
-    out: list[dict] = []
+    done: list[dict] = []
     # spawned, never forked: a caller's GL context or threads are not inherited
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
         for part in pool.map(_chunk_figures, [str(ds.root)] * len(chunks), [ds.camera_names] * len(chunks), chunks):
             if part and isinstance(part[0], tuple):
                 _, name, path, message = part[0]
                 raise getattr(errors, name, errors.DatasetError)(Path(path), message)
-            out += part
-    return out
+            done += part
+    for i, f in zip(todo, done):
+        figures[i] = f
+    return figures
 
 
 def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) -> dict[str, Any]:
@@ -134,7 +218,7 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
     meta = ds.meta
     per_episode, stream_acc, camera_acc = [], {}, {}
     disk = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple] = set()
     for fig in _all_figures(ds, workers):
         for kind, prefix, attrs, columns, rows, span in fig["streams"]:
             acc = stream_acc.setdefault((kind, prefix), {"attributes": [], "columns": columns, "rows": 0, "spans": []})
@@ -151,9 +235,9 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
                 acc["spans"].append(tuple(span))
         for k, v in fig["disk"].items():
             disk[k] += v
-        for dev, ino, kind, nbytes in fig["shared"]:
-            if (dev, ino) not in seen:
-                seen.add((dev, ino))
+        for key, kind, nbytes in fig["shared"]:
+            if key not in seen:
+                seen.add(key)
                 disk[kind] += nbytes
         per_episode.append(fig["entry"])
     listed = set(ds.episode_ids)
@@ -161,9 +245,9 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
                                and rel[1] in listed)
     for k, v in rest.items():
         disk[k] += v
-    for dev, ino, kind, nbytes in shared:
-        if (dev, ino) not in seen:
-            seen.add((dev, ino))
+    for key, kind, nbytes in shared:
+        if key not in seen:
+            seen.add(key)
             disk[kind] += nbytes
     disk["total"] = sum(disk.values())
 
@@ -259,35 +343,24 @@ def _measured_hz(spans: list[tuple[int, int]]) -> float | None:
     return float(np.median(rates)) if rates else None
 
 
-def jpeg_size(data: bytes, path: str | os.PathLike = "<bytes>") -> tuple[int, int]:
-    """(width, height) from a JPEG's header; the pixels are not decoded."""
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:  # lazy: reads the header only
-            return im.size
-    except (OSError, SyntaxError, ValueError) as e:
-        raise CameraError(path, f"not a JPEG ({str(e).splitlines()[0][:120]})") from None
-
-
 def disk_bytes(root: Path) -> dict[str, int]:
     """Bytes on disk by kind: parquet streams, images (JPEG files and camera tars), simulation
     sidecars (``episodes/<id>/sim/``), metadata (``metadata.yaml``, ``episodes.jsonl``, the episodes'
     integrity manifests) and other
     files (the card, the generator's lock, leftovers). Each inode is counted once (hard links)."""
     out, shared = _tree_bytes(Path(root), Path(root))
-    seen: set[tuple[int, int]] = set()
-    for dev, ino, kind, nbytes in shared:
-        if (dev, ino) not in seen:
-            seen.add((dev, ino))
+    seen: set[tuple] = set()
+    for key, kind, nbytes in shared:
+        if key not in seen:
+            seen.add(key)
             out[kind] += nbytes
     out["total"] = sum(out.values())
     return out
 
 
-def _tree_bytes(root: Path, top: Path, skip=None) -> tuple[dict[str, int], list[tuple[int, int, str, int]]]:
+def _tree_bytes(root: Path, top: Path, skip=None) -> tuple[dict[str, int], list[tuple[tuple, str, int]]]:
     """Bytes by kind of the files under ``top`` (inside dataset ``root``) with a single link, and the
-    (dev, inode, kind, size) of those with several (to count once); folders whose parts relative to
+    ((dev, inode), kind, size) of those with several (to count once); folders whose parts relative to
     ``root`` satisfy ``skip`` are not entered."""
     out = {"parquet": 0, "images": 0, "sidecar": 0, "metadata": 0, "other": 0}
     shared = []
@@ -300,7 +373,7 @@ def _tree_bytes(root: Path, top: Path, skip=None) -> tuple[dict[str, int], list[
             st = os.lstat(os.path.join(dirpath, name))
             kind = _kind(rel, name)
             if st.st_nlink > 1:
-                shared.append((st.st_dev, st.st_ino, kind, st.st_size))
+                shared.append(((st.st_dev, st.st_ino), kind, st.st_size))
             else:
                 out[kind] += st.st_size
     return out, shared
@@ -311,17 +384,9 @@ def _kind(rel: tuple[str, ...], name: str) -> str:
         return "other"
     if not rel:
         return "metadata" if name in (layout.METADATA_FILE, layout.EPISODES_JSONL) else "other"
-    if rel[0] != layout.EPISODES_DIR:
+    if rel[0] != layout.EPISODES_DIR or len(rel) < 2:
         return "other"
-    if len(rel) >= 3 and rel[2] == layout.SIM_DIR:
-        return "sidecar"
-    if len(rel) == 2 and name == layout.MANIFEST_FILE:
-        return "metadata"
-    if name.endswith(".parquet"):
-        return "parquet"
-    if layout.parse_frame_name(name) is not None or name.endswith(layout.TAR_SUFFIX):
-        return "images"
-    return "other"
+    return episode_summary.file_kind(rel[2:], name)
 
 
 def provenance(sim: dict) -> dict[str, Any]:

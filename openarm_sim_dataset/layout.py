@@ -44,6 +44,10 @@ SIM_DIR = "sim"  # per-episode folder for simulation-only files, never opened by
 #: Per-episode integrity manifest (SHA-256 and size of every file of the episode; see ``manifest.py``),
 #: beside the streams, a path openarm_dataset never opens.
 MANIFEST_FILE = "manifest.sha256"
+#: Per-episode summary (row counts and stamps of each stream, each camera's format, frames, span and
+#: frame size, bytes by kind; see ``episode_summary.py``), written with the manifest, never opened by
+#: openarm_dataset: ``dataset-info`` reads it instead of the episode's files.
+SUMMARY_FILE = "summary.json"
 
 KINDS = ("obs", "action")
 ARM_SIDES = ("right", "left")

@@ -178,23 +178,37 @@ def read(ep_dir: Path) -> Entries | None:
     return parse(p.read_bytes(), p)
 
 
-def write(ep_dir: Path, source: Path | None = None, known: Entries | None = None) -> Entries:
-    """Hash every file of ``ep_dir`` and write its manifest (atomically); returns the entries.
+def write(ep_dir: Path, source: Path | None = None, known: Entries | None = None, summary: bool = True) -> Entries:
+    """Write the episode's summary (``summary.json``, :mod:`.episode_summary`), then hash every file of
+    ``ep_dir`` and write its manifest (atomically); returns the entries.
 
     ``source``: the episode folder these files were copied from verbatim. When it has a manifest,
     every copied file must match it: a file that changed since its manifest was written is refused
-    (ManifestError naming the source file) rather than blessed by a new manifest. ``known``: see
-    :func:`compute`.
+    (ManifestError naming the source file) rather than blessed by a new manifest; a summary that
+    manifest lists, of exactly the same files, is kept (a hard link stays one). ``known``: see
+    :func:`compute`. ``summary=False``: the summary is left as it is (tests re-sealing a planted fault).
     """
+    ep_dir = Path(ep_dir)
     entries = compute(ep_dir, known)
-    if source is not None:
-        before = read(source)
-        for rel, (digest, size) in (before or {}).items():
-            if rel in entries and entries[rel] != (digest, size):
-                raise ManifestError(Path(source) / rel, "differs from its episode's manifest (changed since it was "
-                                                       "written); run dataset-validate --checks integrity")
+    before = read(source) if source is not None else None
+    for rel, (digest, size) in (before or {}).items():
+        if rel in entries and entries[rel] != (digest, size):
+            raise ManifestError(Path(source) / rel, "differs from its episode's manifest (changed since it was "
+                                                   "written); run dataset-validate --checks integrity")
+    carried = before is not None and layout.SUMMARY_FILE in before and before.keys() == entries.keys()
+    if summary and not carried:
+        _rewrite_summary(ep_dir, entries)
     atomic_write_bytes(path_of(ep_dir), format_entries(entries))
     return entries
+
+
+def _rewrite_summary(ep_dir: Path, entries: Entries) -> None:
+    """Derive the episode's summary from its files and record it in ``entries`` (or drop it)."""
+    from . import episode_summary
+
+    entries.pop(layout.SUMMARY_FILE, None)
+    if episode_summary.write(ep_dir) is not None:
+        entries[layout.SUMMARY_FILE] = hash_file(episode_summary.path_of(ep_dir))
 
 
 def update(ep_dir: Path, changed: dict[str, bytes]) -> bool:
@@ -206,6 +220,19 @@ def update(ep_dir: Path, changed: dict[str, bytes]) -> bool:
     for rel, data in changed.items():
         entries[rel] = (hashlib.sha256(data).hexdigest(), len(data))
     atomic_write_bytes(path_of(ep_dir), format_entries(entries))
+    return True
+
+
+def refresh_summary(ep_dir: Path) -> bool:
+    """After files of an episode changed in place (``dataset-repair``): derive its summary again and
+    record the new summary in its manifest (the other entries kept). False when it has no summary."""
+    ep_dir = Path(ep_dir)
+    if not os.path.lexists(ep_dir / layout.SUMMARY_FILE):
+        return False
+    entries = read(ep_dir)
+    _rewrite_summary(ep_dir, entries if entries is not None else {})
+    if entries is not None:
+        atomic_write_bytes(path_of(ep_dir), format_entries(entries))
     return True
 
 

@@ -212,6 +212,8 @@ def repair(root: str | os.PathLike, out: str | os.PathLike | None = None, quiet:
                 if len(parts) > 2 and parts[0] == layout.EPISODES_DIR:
                     manifest.update(target / parts[0] / parts[1], {Path(*parts[2:]).as_posix(): data})
                 atomic_write_bytes(target / rel, data)
+                if len(parts) > 2 and parts[0] == layout.EPISODES_DIR:
+                    manifest.refresh_summary(target / parts[0] / parts[1])  # its rows and stamps changed
             reports.append(rep)
             for line in rep.lines():
                 if on_line:

@@ -7,6 +7,7 @@ episode id the fault concerns. Faults are written the way a buggy tool would wri
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -63,6 +64,13 @@ KEY_FAULTS = (
     "attempts_changed",        # the second entry's attempts one more (only a regeneration shows it)
     "head_pose_moved",         # randomised: the second entry's variation moves the head camera 1 cm in x
 )
+#: faults of an episode's summary.json (issue 27), planted by :func:`plant_summary` into episode 1 and
+#: re-sealed without re-deriving the summary (what a tool that edits files and re-hashes them leaves):
+#: only ``episode_summary`` can catch them
+SUMMARY_FAULTS = (
+    "summary_rows_off",        # the summary says one row fewer for a stream than its file has
+    "summary_frame_removed",   # the head camera's last frame deleted, the summary left as it was
+)
 #: The frame of the per-frame sidecar faults above.
 MEANING_FRAME = 3
 
@@ -109,6 +117,23 @@ def plant(src: Path, dst: Path, fault: str, reseal: bool = False) -> str:
         for ep_dir in sorted((dst / "episodes").iterdir()):
             if ep_dir.is_dir() and manifest.read(ep_dir) is not None:
                 manifest.write(ep_dir)
+    return ep
+
+
+def plant_summary(root: Path, fault: str, ep: str = "1") -> str:
+    """Plant a :data:`SUMMARY_FAULTS` fault into ``root`` in place (episode ``ep``), re-sealing its
+    manifest with the summary as it is; returns ``ep``."""
+    ep_dir = root / "episodes" / ep
+    if fault == "summary_rows_off":
+        path = ep_dir / "summary.json"
+        doc = json.loads(path.read_text())
+        doc["streams"][sorted(doc["streams"])[0]]["rows"] -= 1
+        path.write_text(json.dumps(doc, sort_keys=True))
+    elif fault == "summary_frame_removed":
+        _frames(ep_dir / "cameras" / "head")[-1].unlink()
+    else:
+        raise ValueError(fault)
+    manifest.write(ep_dir, summary=False)
     return ep
 
 

@@ -68,6 +68,7 @@ def test_info_matches_a_generated_dataset(generated):
     assert p["model_sha256"] == sim["model_sha256"][:12]
     assert info["disk_bytes"]["sidecar"] == sum(p.stat().st_size for p in generated.glob("episodes/*/sim/*"))
     manifests = sum(p.stat().st_size for p in generated.glob("episodes/*/manifest.sha256"))
+    manifests += sum(p.stat().st_size for p in generated.glob("episodes/*/summary.json"))  # read from the summaries
     assert manifests > 0 and info["disk_bytes"]["metadata"] == manifests + (generated / "metadata.yaml").stat().st_size
     assert info["disk_bytes"]["other"] == 0
     assert {tuple(c["size"]) for c in info["cameras"]} == {(128, 96)}  # from the JPEG header

@@ -120,7 +120,7 @@ def test_repair_rewrites_only_the_repaired_entries(tmp_path):
     assert report.repaired == 1
     after = manifest.read(out / "episodes/0")
     changed = {k for k in after if after[k] != before[k]}
-    assert changed == {"obs/arms/right/state.parquet"}
+    assert changed == {"obs/arms/right/state.parquet", "summary.json"}  # the summary derived again (its rows, bytes)
     v = manifest.verify_many([("0", out / "episodes/0", after)])["0"]
     assert v.changed == [jpeg.relative_to(ep).as_posix()]  # still visible after the repair
     assert np.isfinite(Dataset(out).streams(0, "obs")["arms/right/qpos"].values).all()

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from conftest import OWN_FIXTURES
+from corrupt import plant_summary
 from openarm_sim_dataset import Dataset, sidecar
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS
 from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
@@ -88,6 +89,8 @@ FAULTS = {
     "camera_span": ("own", lambda r: shift_camera(r, 10.0), "0"),
     # recorded data: beyond the dropped-sample budget (7 of 12 frames: fraction 0.58 > 0.5); fewer is a warn
     "camera_rate": ("own", lambda r: [f.unlink() for f in sorted((r / "episodes/0/cameras/head").iterdir())[2:9]], "0"),
+    # the summary dataset-info reads (written by every writer of this package: the generated dataset has one)
+    "episode_summary": ("sim", lambda r: plant_summary(r, "summary_rows_off"), "1"),
     # simulation checks, on the generated dataset
     "sim_episodes": ("sim", lambda r: (r / "episodes/1/sim/sidecar.npz").unlink(), "1"),
     "sim_schema": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: s.pop("qvel")), "1"),

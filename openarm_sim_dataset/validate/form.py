@@ -15,6 +15,7 @@ from ..atomic import TMP_PREFIX
 from .cameras import scan
 from .core import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .integrity import check_integrity
+from .summary import check_episode_summary
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
 
@@ -316,6 +317,7 @@ FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("metadata", check_metadata),
     ("episode_folders", check_episode_folders),
     ("integrity", check_integrity),
+    ("episode_summary", check_episode_summary),
     ("parquet_schema", check_parquet_schema),
     ("nulls", check_nulls),
     ("timestamps", check_timestamps),
