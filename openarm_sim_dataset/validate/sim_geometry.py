@@ -113,6 +113,19 @@ def reprojection_limit(limit_px: float, width: int, height: int) -> float:
     return float(limit_px) * max(1.0, float(np.hypot(width, height)) / REPROJECTION_REFERENCE_DIAGONAL)
 
 
+#: least pixels of a cube mask whose centroid ``sim_reprojection`` measures, at 160x120; in proportion to the
+#: image's area at other sizes (a cube covers a fixed solid angle), never below MIN_MASK_FLOOR_PX
+MIN_MASK_PX = 20
+#: the fewest pixels of a mask measured at any size (a 2x2 block: its centroid is defined to half a pixel)
+MIN_MASK_FLOOR_PX = 4
+
+
+def min_mask_pixels(width: int, height: int) -> float:
+    """Least pixels of a measured cube mask in a ``width`` x ``height`` image: :data:`MIN_MASK_PX` at 160x120,
+    in proportion to the area (5 at 80x60, 80 at 320x240), at least :data:`MIN_MASK_FLOOR_PX`."""
+    return max(float(MIN_MASK_FLOOR_PX), MIN_MASK_PX * width * height / (160 * 120))
+
+
 def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> tuple[list[float], float] | ModelProblem | None:
     """Pixel distances between projected cube centres and their mask centroids in ``cam`` (K of the
     episode's own model), and the limit for the episode's image size."""
@@ -124,14 +137,14 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> tuple[list[
     labels = fr[f"labels_{cam}"]
     h, w = labels.shape[1:]
     pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
-    ep_err = []
+    ep_err, least = [], min_mask_pixels(w, h)
     for c in range(pose.shape[1]):
         counts = (labels == 4 + c).sum(axis=(1, 2))
         typical = np.median(counts[counts > 0]) if (counts > 0).any() else 0
         for k in range(len(labels)):
             mask = labels[k] == 4 + c
             # skip occluded or cut masks: their centroid is not the object's
-            if counts[k] < max(20, 0.8 * typical) or mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any():
+            if counts[k] < max(least, 0.8 * typical) or mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any():
                 continue
             vs, us = np.nonzero(mask)
             uv, _ = project(K, pos[k], mat[k], pose[k, c, :3][None])
@@ -154,8 +167,9 @@ def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     if problems:
         return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if not errors:
-        # nothing measurable (images too small for >= 20-pixel masks, or every cube occluded): no verdict
-        return Outcome(True, "no unoccluded cube mask of >= 20 pixels clear of the border to measure", skipped=True)
+        # nothing measurable (every cube occluded, cut by the border or too small): no verdict
+        return Outcome(True, f"no unoccluded cube mask clear of the border to measure (at least {MIN_MASK_PX} px at "
+                             f"160x120, in proportion to the image area, >= {MIN_MASK_FLOOR_PX} px)", skipped=True)
     e = np.array(errors)
     limit = "/".join(f"{x:.3g}" for x in sorted(limits))
     return Outcome(not bad, f"{len(e)} cube-frames, mean {e.mean():.2f} px, max {e.max():.2f} px (limit {limit} px: "
@@ -227,6 +241,9 @@ def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
         if sidecar.recorded_live(_sim(ctx)):  # a teleoperator's episode need not look at the cube at all
             return Outcome(True, f"red cube never in view of {', '.join(cams)} (recorded live in a dataflow: "
                            "nothing to check)", skipped=True, applicable=False)
+        if ctx.ds.meta.operation_type == "rollout":  # nor a policy's (a zero policy's wrist never moves)
+            return Outcome(True, f"red cube never in view of {', '.join(cams)} (a rollout: its policy decides where "
+                           "the wrist looks; nothing to check)", skipped=True, applicable=False)
         return Outcome(False, f"red cube never in view of {', '.join(cams)}", list(ctx.episodes))
     shown = "; ".join(f"{c}: {h}/{n}" + (f" ({h / n:.1%})" if n else "") for c, (n, h) in seen.items())
     return Outcome(not bad, f"red cube centre on its label in the in-view frames of {shown} (per episode and "
