@@ -52,6 +52,10 @@ def path_of(ep_dir: Path) -> Path:
     return Path(ep_dir) / layout.SUMMARY_FILE
 
 
+def _path_str(ep_dir: str | os.PathLike) -> str:
+    return os.path.join(ep_dir, layout.SUMMARY_FILE)  # no Path objects on the hot path of dataset-info
+
+
 def file_kind(parts: tuple[str, ...], name: str) -> str:
     """Kind of the file ``name`` in folder ``parts`` (relative to its episode folder)."""
     if any(p.startswith(TMP_PREFIX) for p in parts) or name.startswith(TMP_PREFIX):
@@ -145,11 +149,11 @@ def write(ep_dir: Path) -> dict | None:
     return summary
 
 
-def read(ep_dir: Path) -> tuple[dict, os.stat_result] | None:
+def read(ep_dir: str | os.PathLike) -> tuple[dict, os.stat_result] | None:
     """The stored summary of ``ep_dir`` and its file's stat (for its size and inode), or None when there
     is none or it is not one this version reads (too big, not JSON, another ``summary`` version)."""
     try:
-        fd = os.open(path_of(ep_dir), os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(_path_str(ep_dir), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:

@@ -81,7 +81,7 @@ def _camera_row(name: str, c: dict) -> tuple:
 def _entry(ds: Dataset, ep: dict, first: list[int], last: list[int]) -> dict:
     start, end = (min(first), max(last)) if first else (None, None)
     entry = {
-        "id": ds.episode_id(ep),
+        "id": layout.check_name(ep["id"], "episode id"),
         "task_index": ep.get("task_index"),
         "success": ep.get("success"),
         "valid": ep.get("valid"),
@@ -112,6 +112,7 @@ class _Plan:
                         self.streams.append((kind, (folder / f"{attr}.parquet").as_posix(), prefix, attr, emb.joints))
         self.cameras = [(name, layout.check_name(ds.meta.stored_camera_name(name), "camera name"))
                         for name in ds.camera_names]
+        self.episodes = str(ds.root / layout.EPISODES_DIR)
 
 
 def _summary_figures(ds: Dataset, ep: dict, plan: _Plan) -> dict | None:
@@ -119,7 +120,7 @@ def _summary_figures(ds: Dataset, ep: dict, plan: _Plan) -> dict | None:
     makes them from the files; None when it has no summary this version can use (then the files are read).
     Its bytes are the summary's and the manifest's: an episode whose summary file has several links
     (hard-linked copies of one episode) is counted once per summary inode."""
-    ep_dir = ds.episode_path(ep)
+    ep_dir = os.path.join(plan.episodes, layout.check_name(ep["id"], "episode id"))
     got = episode_summary.read(ep_dir)
     if got is None:
         return None
@@ -148,7 +149,7 @@ def _summary_figures(ds: Dataset, ep: dict, plan: _Plan) -> dict | None:
     else:
         disk = counted
     try:
-        m = os.lstat(ep_dir / layout.MANIFEST_FILE)
+        m = os.lstat(os.path.join(ep_dir, layout.MANIFEST_FILE))
     except OSError:
         m = None
     if m is not None:

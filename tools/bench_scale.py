@@ -13,8 +13,14 @@ are timed whole:
   * ``open, no index``: the same with ``metadata.index.json`` hidden and the index cache off (the
     YAML parsed as before the index existed): the baseline of the same run
   * ``first sample``: ``Dataset(path).sample(hz=5)[0]``
+  * ``dataset-info, from the files``: ``dataset_info`` with the episode summaries ignored (every
+    episode's streams, cameras and sizes read, as before the summaries): the baseline of the same run
   * ``dataset-info --json``, ``dataset-validate --quick``, ``dataset-merge --link`` (CLIs; merge of the
     N-episode dataset with the 2-episode source, ``--allow-duplicates`` as they share episodes)
+  * ``validate-memory`` (only when asked, ``--only validate-memory``): ``dataset-validate --quick`` by a
+    driver that reports its own peak RSS (``ru_maxrss``, its workers excluded): in its own process
+    (``w1``), with ``--workers 2`` (``w2``) and with ``--ray`` on a local cluster of two nodes of one CPU
+    each (``ray``): seconds per episode and the driver's peak RSS in MB (the "seconds" column)
   * ``commit``: in one process, physics-only episodes committed into the N-episode dataset through the
     writers' path (``writer.commit_episode``) for at least 100 commits and 25 s: mean per episode with
     the journal's folds during the run (every 10 s at this size), the median, and the writer's end (the
@@ -22,7 +28,8 @@ are timed whole:
     (``Metadata.write``), which is what every commit paid before the journal.
 
 Usage: PYTHONPATH=. python tools/bench_scale.py [--sizes 10 1000 10000] [--meta-sizes 100000]
-          [--formats dir tar] [--validate-max 1000] [--work DIR] [--json OUT] [--plot PNG]
+          [--formats dir tar] [--validate-max 1000] [--only open sample info validate merge commit]
+          [--work DIR] [--json OUT] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -78,23 +85,80 @@ def build(source: Path, out: Path, n: int, folders: bool = True) -> None:
 
 SNIPPETS = {
     "open": "from openarm_sim_dataset import Dataset\nt=time.perf_counter(); ds=Dataset(P); t=time.perf_counter()-t",
+    # dataset-info as before the episode summaries: every episode read from its files (same code otherwise)
+    "info from files": ("from openarm_sim_dataset import episode_summary, info\nepisode_summary.read=lambda d: None\n"
+                        "t=time.perf_counter(); info.dataset_info(P); t=time.perf_counter()-t"),
     "first sample": ("from openarm_sim_dataset import Dataset\nt=time.perf_counter(); s=Dataset(P).sample(hz=5)[0]; "
                      "t=time.perf_counter()-t"),
 }
 
 
+#: operations --only can select
+OPS = ("open", "sample", "info", "validate", "validate-memory", "merge", "commit")
+
+#: the driver of ``dataset-validate``, timed inside the process, with its own peak RSS (workers excluded)
+VALIDATE_DRIVER = """import resource, sys, time
+from openarm_sim_dataset.cli import validate
+t = time.perf_counter()
+code = validate.main(sys.argv[1:])
+t = time.perf_counter() - t
+print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, code)
+"""
+
+
+def validate_driver(path: Path, env: dict, extra: list[str]) -> tuple[float, float]:
+    """(seconds, the driver's peak RSS in MB) of ``dataset-validate PATH --quick --no-update-metadata EXTRA``."""
+    r = subprocess.run([sys.executable, "-c", VALIDATE_DRIVER, str(path), "--quick", "--no-update-metadata", *extra],
+                       capture_output=True, text=True, env=env)
+    last = r.stdout.strip().splitlines()[-1].split() if r.stdout.strip() else []
+    if len(last) != 3 or last[2] not in ("0", "1"):
+        raise SystemExit(f"dataset-validate {path} {' '.join(extra)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    return float(last[0]), float(last[1])
+
+
+class LocalCluster:
+    """A local Ray cluster of two nodes of one CPU each (``ray.cluster_utils.Cluster``): its address."""
+
+    def __enter__(self) -> str:
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # a test cluster on one machine, as tests/test_ray.py
+        from ray.cluster_utils import Cluster
+
+        self.cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        self.cluster.add_node(num_cpus=1)
+        self.cluster.wait_for_nodes()
+        return self.cluster.address
+
+    def __exit__(self, *exc) -> None:
+        self.cluster.shutdown()
+
+
 def in_process(what: str, path: Path, env: dict) -> float:
+    import resource
+
     code = f"import time\nP={str(path)!r}\n{SNIPPETS[what]}\nprint(t)"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return float(r.stdout.strip().splitlines()[-1])
 
 
+#: CPU seconds (user + system) of the last :func:`timed` command and the processes it waited for
+LAST_CPU = [0.0]
+
+
 def timed(cmd: list[str], env: dict, ok=(0,)) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
     if r.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall
 
 
 def open_without_index(path: Path, env: dict) -> float:
@@ -155,6 +219,12 @@ def main() -> None:
                     help="metadata-only sizes (open and commit only)")
     ap.add_argument("--formats", nargs="+", default=["dir", "tar"], choices=["dir", "tar"])
     ap.add_argument("--validate-max", type=int, default=1000, help="largest N validated (--quick)")
+    ap.add_argument("--only", nargs="+", choices=OPS, help="only these operations (default: all but "
+                                                            "validate-memory)")
+    ap.add_argument("--validate-checks", nargs="+", help="validate-memory: only these checks (--checks)")
+    ap.add_argument("--validate-modes", nargs="+", default=["w1", "w2", "ray"], choices=["w1", "w2", "ray"],
+                    help="validate-memory: in the driver's process (w1), --workers 2 (w2), --ray on a local "
+                         "cluster of 2 nodes of 1 CPU (ray)")
     ap.add_argument("--work", help="work folder (kept; default: a temporary one, removed)")
     ap.add_argument("--json", help="write the figures as JSON here")
     ap.add_argument("--plot", help="write the per-episode curves as a PNG here (needs matplotlib)")
@@ -175,6 +245,9 @@ def main() -> None:
         for op, s in zip(("commit", "commit (median)", "writer's end", "rewrite (before)"), figures):
             record(fmt, n, op, s, s)
 
+    def want(op: str) -> bool:
+        return op in args.only if args.only else op != "validate-memory"
+
     try:
         for fmt in args.formats:
             source = make_source(work, fmt)
@@ -185,23 +258,43 @@ def main() -> None:
                 t0 = time.perf_counter()
                 build(source, path, n)
                 print(f"built {path.name}: {n} episodes in {time.perf_counter() - t0:.1f} s", flush=True)
-                record(fmt, n, "open", in_process("open", path, env))
-                record(fmt, n, "open, no index", open_without_index(path, env))
-                record(fmt, n, "first sample", in_process("first sample", path, env))
-                record(fmt, n, "dataset-info --json", timed([str(BIN / "dataset-info"), str(path), "--json"], env))
-                if n <= args.validate_max:
+                if want("open"):
+                    record(fmt, n, "open", in_process("open", path, env))
+                    record(fmt, n, "open, no index", open_without_index(path, env))
+                if want("sample"):
+                    record(fmt, n, "first sample", in_process("first sample", path, env))
+                if want("info"):
+                    record(fmt, n, "dataset-info --json", timed([str(BIN / "dataset-info"), str(path), "--json"], env))
+                    record(fmt, n, "dataset-info --json, CPU", LAST_CPU[0])  # on a shared machine: what it costs
+                    record(fmt, n, "dataset-info, from the files", in_process("info from files", path, env))
+                    record(fmt, n, "dataset-info, from the files, CPU", LAST_CPU[0])
+                if want("validate") and n <= args.validate_max:
                     record(fmt, n, "dataset-validate --quick",
                            timed([str(BIN / "dataset-validate"), str(path), "--quick", "--no-update-metadata"], env))
-                merged = work / f"{fmt}-{n}-merged"
-                record(fmt, n, "dataset-merge --link",
-                       timed([str(BIN / "dataset-merge"), str(path), str(source), "-o", str(merged), "--link",
-                              "--allow-duplicates"], env))
-                shutil.rmtree(merged, ignore_errors=True)
-                record_commits(fmt, n, source, path)
+                if want("validate-memory") and n <= args.validate_max:
+                    for mode in args.validate_modes:
+                        extra = {"w1": [], "w2": ["--workers", "2"]}.get(mode)
+                        checks = ["--checks", *args.validate_checks] if args.validate_checks else []
+                        if extra is None:
+                            with LocalCluster() as address:
+                                s, rss = validate_driver(path, dict(env, RAY_AUTH_MODE="disabled"),
+                                                         ["--ray", address, *checks])
+                        else:
+                            s, rss = validate_driver(path, env, extra + checks)
+                        record(fmt, n, f"dataset-validate --quick, {mode}", s)
+                        record(fmt, n, f"validate driver peak RSS MB, {mode}", rss, 0.0)
+                if want("merge"):
+                    merged = work / f"{fmt}-{n}-merged"
+                    record(fmt, n, "dataset-merge --link",
+                           timed([str(BIN / "dataset-merge"), str(path), str(source), "-o", str(merged), "--link",
+                                  "--allow-duplicates"], env))
+                    shutil.rmtree(merged, ignore_errors=True)
+                if want("commit"):
+                    record_commits(fmt, n, source, path)
                 shutil.rmtree(path)
         fmt = args.formats[0]
         source = make_source(work, fmt)
-        for n in args.meta_sizes:
+        for n in args.meta_sizes if want("open") or want("commit") else ():
             path = work / f"meta-{n}"
             if path.exists():
                 shutil.rmtree(path)
@@ -235,6 +328,8 @@ def plot(rows: list[dict], out: Path) -> None:
              "seconds")):
         series: dict[tuple[str, str], list[tuple[int, float]]] = {}
         for r in rows:
+            if "RSS" in r["op"]:
+                continue
             if ops is None and r["op"] in ("commit (median)", "open, no index", "rewrite (before)", "writer's end"):
                 continue
             if ops is not None and r["op"] not in ops:

@@ -132,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="run the per-episode simulation checks as Ray tasks: a local cluster without ADDRESS, or an "
                         "existing one (auto, host:port, ray://host:port); the dataset path must be readable on every "
                         "node (pip install 'openarm-sim-dataset[ray]')")
+    p.add_argument("--workers", type=int, default=1, metavar="K",
+                   help="validate groups of episodes in K processes (default 1); above 50 episodes the checks "
+                        "always run on groups of 50 episodes, so memory stays flat in the number of episodes")
     t = p.add_argument_group("thresholds")
     for f in fields(Thresholds):
         t.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
@@ -156,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             import_ray()  # a missing extra is one line before any work
             ray = RayOptions(address=None if args.ray == "local" else args.ray)
         rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
-                        regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray)
+                        regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray,
+                        workers=max(1, args.workers))
         flags = valid_flags(ds, rows, args.episodes)
         if not args.no_update_metadata and flags:  # no episode (an empty dataset): nothing to flag
             write_valid_flags(ds, flags)

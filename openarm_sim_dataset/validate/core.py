@@ -280,7 +280,8 @@ def _is_simulated(ds: Dataset) -> bool:
 
 def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresholds | None = None,
              simulation: bool = True, regenerate: list[str] | None = None,
-             checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None) -> Report:
+             checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None,
+             workers: int = 1) -> Report:
     """Run every applicable check and return one row per check (form checks incl. integrity, camera
     content checks, JPEG encoding and physical consistency (any dataset), then sim checks) as a
     :class:`Report`.
@@ -291,6 +292,10 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
     dataset, and a warning (``warn`` row), into a failure. ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions`: the per-episode
     simulation checks (:class:`EpisodeCheck` rows) run as Ray tasks reading the dataset from the same
     path (:mod:`.distributed`); the rows are the same as a local run's.
+
+    Above :data:`.groups.GROUP_SIZE` episodes, or with ``workers`` > 1, the table runs on groups of
+    episodes, each in a fresh Context (memory flat in the number of episodes), in ``workers`` processes
+    or, with ``ray``, as Ray tasks (:mod:`.groups`: what a row then shows of the groups).
     """
     from .cameras import CAMERA_CHECKS
     from .encoding import ENCODING_CHECKS
@@ -315,15 +320,25 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             table += sim_checks(ds.meta.simulation)
     table = [(name, fn) for name, fn in table if checks is None or name in checks]
     remote: dict[str, dict] = {}
-    if ray is not None:
+    grouped: dict = {}
+    from .groups import GROUP_SIZE, grouped_outcomes
+
+    if len(ids) > GROUP_SIZE or workers > 1:
+        grouped = grouped_outcomes(ctx, table, simulation, workers, ray)
+    elif ray is not None:
         from .distributed import run_episode_checks
 
-        remote = run_episode_checks(ctx, [(n, fn) for n, fn in table if isinstance(fn, EpisodeCheck)], ray)
+        sim_rows = {n for n, _ in SIM_CHECKS}
+        remote = run_episode_checks(ctx, [(n, fn) for n, fn in table if isinstance(fn, EpisodeCheck) and n in sim_rows],
+                                    ray)
     rows = Report()
     rows.file_lines = ctx.file_lines
     for name, fn in table:
         try:
-            out = fn.from_parts(ctx, remote[name]) if name in remote else fn(ctx)
+            if grouped:
+                out = grouped[name]()
+            else:
+                out = fn.from_parts(ctx, remote[name]) if name in remote else fn(ctx)
         except RemoteCheckError as e:
             if e.kind == "crash":
                 raise RuntimeError(f"check {name} failed in a Ray task: {e.text}") from None

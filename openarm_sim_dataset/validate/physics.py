@@ -32,7 +32,7 @@ import hashlib
 import numpy as np
 
 from .. import layout
-from .core import CheckFn, Context, Outcome
+from .core import CheckFn, Context, EpisodeCheck, Outcome
 from .timing import is_simulated
 
 #: rate of the common grid of action_follows_obs (Hz): fast enough for a 0.1 s lag, cheap
@@ -271,11 +271,10 @@ def episode_digest(streams, entry: dict, initial_state) -> str | None:
     return h.hexdigest() if n else None
 
 
-def check_duplicate_episodes(ctx: Context) -> Outcome:
+def _duplicates_reduce(ctx: Context, _prep, digests: dict) -> Outcome:
     """No two checked episodes with byte-identical streams; the copies after the first (id order) fail."""
     groups: dict[str, list[str]] = {}
-    for ep in ctx.episodes:
-        digest = content_hash(ctx, ep)
+    for ep, digest in digests.items():
         if digest is not None:
             groups.setdefault(digest, []).append(ep)
     dups = [g for g in groups.values() if len(g) > 1]
@@ -284,6 +283,10 @@ def check_duplicate_episodes(ctx: Context) -> Outcome:
     if dups:
         detail += "; identical: " + "; ".join(" = ".join(g) for g in dups[:5])
     return Outcome(not bad, detail, bad)
+
+
+#: one digest per episode, compared over the whole dataset (also when it is validated in groups)
+check_duplicate_episodes = EpisodeCheck(lambda ctx, ep, _prep: content_hash(ctx, ep), _duplicates_reduce)
 
 
 #: Checks of physical consistency for every dataset (not run by ``--quick``).
