@@ -2,7 +2,9 @@
 
 :class:`.record.Recorder` starts one such process per recorder. The control process only copies a
 sample into a shared-memory ring (:class:`Ring`) and writes a short message (a few dozen bytes: op,
-episode id, where in the ring) into a non-blocking pipe; this process reads the messages in order,
+episode id, where in the ring) into a non-blocking pipe, or for a JPEG frame a descriptor into the
+shared memory (:data:`SHARED_DESCRIPTORS`); this process reads the messages and the descriptors in
+the order they were sent (each message carries the count of descriptors published before it),
 encodes array frames (a thread pool), writes parquet row groups and frame files, applies the
 identical-frames rule, commits or discards episodes with the protocol of :mod:`.writer`, and
 advances the ring's tail past every item it has finished with. Replies (a commit's result, an
@@ -13,7 +15,8 @@ locked while it runs even if the control process died; a control process that di
 the message pipe) makes it exit at once **without** touching metadata.yaml: the episode it had open
 stays a temporary folder that the next recorder removes, its id reused (it was never listed).
 
-Message framing: 4-byte little-endian length + pickle, every message at most ``PIPE_BUF`` bytes so
+Message framing: 4-byte little-endian length (+ to this process, the int64 count of frame
+descriptors published before it) + pickle, every message at most ``PIPE_BUF`` bytes so
 that a non-blocking write is all or nothing (POSIX), which is what makes the pipe itself the bounded
 queue: a full pipe refuses the message and the sample is counted as dropped.
 """
@@ -27,6 +30,7 @@ import math
 import mmap
 import os
 import pickle
+import platform
 import queue
 import struct
 import threading
@@ -46,57 +50,86 @@ from .writer import StreamWriter, begin_episode, close_log, finish_episode, remo
 
 #: metadata.yaml key listing discarded episodes (id and reason): their ids are never used again.
 DISCARDED_KEY = "discarded_episodes"
-#: Bytes at the start of the shared memory: int64 tail (bytes released by the writer, monotonic).
+#: Bytes at the start of the shared memory, int64 words: the tail (bytes released by the writer,
+#: monotonic), frames published by the control process, frames taken by the writer (both counts).
 HEADER = 64
+TAIL, PUBLISHED, TAKEN = 0, 1, 2
+#: A frame's descriptor after the header: int64 stamp, ring position, bytes, key (episode << 16 | camera).
+DESCRIPTOR_WORDS = 4
+#: Whether JPEG frames are announced by descriptors in shared memory (no message, no system call in
+#: ``add_frame``): the writer reads a descriptor once it sees the published count, which needs the
+#: stores in program order that x86's memory model guarantees; elsewhere a frame is a pipe message.
+SHARED_DESCRIPTORS = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 #: Largest message (length prefix included): a pipe write of at most PIPE_BUF bytes is atomic.
 MAX_MESSAGE = 4096
 _LEN = struct.Struct("<I")
+#: A request's prefix (control process -> writer): length, then the frames published when it was sent.
+_REQUEST = struct.Struct("<Iq")
 
 
 class Ring:
-    """Bytes waiting for the writer: ``capacity`` bytes of shared memory after a :data:`HEADER`.
+    """Bytes waiting for the writer: ``capacity`` bytes of shared memory after a :data:`HEADER` and
+    ``slots`` frame descriptors.
 
     Positions are monotonic byte counts (``pos % capacity`` is the offset). The producer (control
     process, under its own lock) owns ``head``; the writer stores ``tail`` (everything before it is
     free) in the header after each item, in order. An item never wraps: one that does not fit before
     the end starts at the next lap (the skipped bytes count as pending until the tail passes them).
+    ``words`` (the header and the descriptors as int64) is a memoryview: reading or storing one of
+    its items is a few C instructions where numpy's indexing is a long path (cold after the control
+    loop's sleep, ~10 us).
     """
 
-    def __init__(self, fd: int, capacity: int):
-        self.capacity = capacity
+    def __init__(self, fd: int, capacity: int, slots: int):
+        self.capacity, self.slots = capacity, slots
+        self.offset = HEADER + DESCRIPTOR_WORDS * 8 * slots  # of the data, in the shared memory
         # populated at once: a first touch of a shared-memory page costs ~5 us (allocation, zeroing),
         # i.e. ~150 us for a 640x480 JPEG in add_frame; mapped in advance it is a plain copy
         flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        self.mm = mmap.mmap(fd, HEADER + capacity, flags=flags)
-        self.hdr = np.frombuffer(self.mm, dtype=np.int64, count=HEADER // 8)
-        self.data = np.frombuffer(self.mm, dtype=np.uint8, offset=HEADER)
+        self.mm = mmap.mmap(fd, self.offset + capacity, flags=flags)
+        self._whole = memoryview(self.mm)
+        self.words = self._whole[:self.offset].cast("q")
+        self.data = np.frombuffer(self.mm, dtype=np.uint8, offset=self.offset)
 
     @property
     def tail(self) -> int:
-        return int(self.hdr[0])
+        return self.words[TAIL]
 
     def view(self, pos: int, nbytes: int) -> np.ndarray:
         off = pos % self.capacity
         return self.data[off:off + nbytes]
 
     def close(self) -> None:
-        self.hdr = self.data = None  # type: ignore[assignment]
+        self.words.release()
+        self._whole.release()
+        self.words = self.data = None  # type: ignore[assignment]
         try:
             self.mm.close()
         except BufferError:  # a view still exported (a frame being encoded): freed with the process
             pass
 
 
-def make_ring_fd(capacity: int) -> int:
+def ring_size(capacity: int, slots: int) -> int:
+    return HEADER + DESCRIPTOR_WORDS * 8 * slots + capacity
+
+
+def make_ring_fd(capacity: int, slots: int) -> int:
     """An anonymous shared-memory file of the ring's size (memfd: nothing to clean up after a kill)."""
     fd = os.memfd_create("openarm-recorder-ring", os.MFD_CLOEXEC)
-    os.ftruncate(fd, HEADER + capacity)
+    os.ftruncate(fd, ring_size(capacity, slots))
     return fd
 
 
 def pack(msg: tuple) -> bytes:
     data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     return _LEN.pack(len(data)) + data
+
+
+def pack_request(msg: tuple, published: int) -> bytes:
+    """A message to the writer process, with the count of frame descriptors published before it: the
+    writer takes those frames first, so frames and messages keep the order they were sent in."""
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    return _REQUEST.pack(len(data), published) + data
 
 
 def read_message(f) -> tuple | None:
@@ -112,9 +145,10 @@ def read_message(f) -> tuple | None:
 
 
 class PollingReader:
-    """Reads the message pipe without waiting inside ``read``: it looks, and sleeps ``POLL_S`` when
-    there is nothing (up to ``POLL_MAX_S`` while idle), so that the control loop's write never has to
-    wake this process. Waking a reader blocked on a pipe costs the writing side the most: on a 2-core
+    """Reads the message pipe without waiting in ``read``: :meth:`fill` takes what the pipe holds, the
+    writer sleeps ``POLL_S`` when there was nothing (up to ``POLL_MAX_S`` while idle), so that the
+    control loop's write never has to wake this process. Waking a reader blocked on a pipe costs the
+    writing side the most: on a 2-core
     VM the first write after a 4 ms sleep took p50 16 / p99 65 us with a blocked reader and 8.7 / 23 us
     with a polling one. ``tools/bench_record.py``, three runs, the two readers in the same run: late
     ticks of the 250 Hz loop 0.71x / 0.96x / 3.23x of the loop without a recorder (blocking: 1.86x /
@@ -128,22 +162,26 @@ class PollingReader:
 
         self.fd, self.buf, self._select = fd, bytearray(), select.select
 
-    def read(self, n: int) -> bytes:
-        """``n`` bytes, or fewer at end of file (the other side closed the pipe)."""
-        pause = self.POLL_S
-        while len(self.buf) < n:
-            if not self._select([self.fd], [], [], 0)[0]:
-                time.sleep(pause)
-                pause = min(2 * pause, self.POLL_MAX_S)
-                continue
+    def fill(self) -> bool:
+        """Take what the pipe holds now, without waiting; False once the other side closed it."""
+        while self._select([self.fd], [], [], 0)[0]:
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:
-                break
+                return False
             self.buf += chunk
-            pause = self.POLL_S
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
+        return True
+
+    def request(self) -> tuple[int, tuple] | None:
+        """The next whole request taken (:func:`pack_request`: frames published before it, message),
+        or None."""
+        if len(self.buf) < _REQUEST.size:
+            return None
+        n, published = _REQUEST.unpack_from(self.buf)
+        if len(self.buf) < _REQUEST.size + n:
+            return None
+        msg = pickle.loads(self.buf[_REQUEST.size:_REQUEST.size + n])
+        del self.buf[:_REQUEST.size + n]
+        return published, msg
 
 
 class _WEpisode:
@@ -163,12 +201,12 @@ class _WEpisode:
         self.gone = False
 
 
-def writer_main(root: str, camera_format: str, capacity: int, stale_after_s: float | None,
+def writer_main(root: str, camera_format: str, capacity: int, slots: int, stale_after_s: float | None,
                 encoder_threads: int, jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int,
                 reply_fd: int) -> None:
     """Body of the writer process."""
     _yield_to_the_caller()
-    _Writer(Path(root), camera_format, capacity, stale_after_s, encoder_threads, jpeg_quality,
+    _Writer(Path(root), camera_format, capacity, slots, stale_after_s, encoder_threads, jpeg_quality,
             lock_fd, ring_fd, msg_fd, reply_fd).run()
 
 
@@ -310,15 +348,17 @@ def _zygote_main(fd: int) -> None:
 
 
 class _Writer:
-    def __init__(self, root: Path, camera_format: str, capacity: int, stale_after_s, encoder_threads: int,
-                 jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int, reply_fd: int):
+    def __init__(self, root: Path, camera_format: str, capacity: int, slots: int, stale_after_s,
+                 encoder_threads: int, jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int, reply_fd: int):
         self.root = root
         self.camera_format = camera_format
         self.stale_after_s = stale_after_s
         self.jpeg_quality = jpeg_quality
         self.lock_fd = lock_fd  # kept open: the dataset stays locked while this process lives
-        self.ring = Ring(ring_fd, capacity)
+        self.ring = Ring(ring_fd, capacity, slots)
         os.close(ring_fd)
+        self.taken = 0  # frame descriptors taken (the count the control process reads back)
+        self.cameras: dict[int, tuple[str, ...]] = {}  # episode id -> its cameras (a descriptor's key)
         self.msgs = PollingReader(msg_fd)
         self.reply_fd = reply_fd
         self.reply_lock = threading.Lock()
@@ -344,7 +384,7 @@ class _Writer:
             _write_all(self.reply_fd, _LEN.pack(len(data)) + data)
 
     def release(self, pos: int, nbytes: int) -> None:
-        self.ring.hdr[0] = pos + ((nbytes + 7) & ~7)  # items finish in ring order (8-byte aligned)
+        self.ring.words[TAIL] = pos + ((nbytes + 7) & ~7)  # items finish in ring order (8-byte aligned)
 
     def run(self) -> None:
         try:
@@ -357,25 +397,65 @@ class _Writer:
             return
         writer = threading.Thread(target=self.write_loop, name="openarm-recorder-disk", daemon=True)
         writer.start()
+        pause = PollingReader.POLL_S
         while True:
-            try:
-                msg = read_message(self.msgs)
-            except Exception:  # noqa: BLE001 - a torn message: the control process died mid-write
-                msg = None
-            if msg is None:  # the control process is gone: leave the open episode for the next recorder
+            # the published count first: every request sent before those frames is in the pipe then
+            published = self.ring.words[PUBLISHED]
+            alive = self.msgs.fill()
+            busy = False
+            while True:
+                try:
+                    req = self.msgs.request()
+                except Exception:  # noqa: BLE001 - a torn message: the control process died mid-write
+                    os._exit(0)
+                if req is None:
+                    break
+                busy = True
+                self.take_frames(req[0])
+                self.take(req[1], writer)
+            busy = self.take_frames(published) or busy
+            if not alive:  # the control process is gone: leave the open episode for the next recorder
                 os._exit(0)
-            op = msg[0]
-            if op == "frame" and msg[6] is not None:  # an RGB array: encoded in the pool, written in order
-                _, _, camera, ts, pos, nbytes, shape = msg
-                rgb = self.ring.view(pos, nbytes).reshape(shape)
-                fut = self.encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
-                self.work.put((*msg[:6], fut))
+            if busy:
+                pause = PollingReader.POLL_S
             else:
-                self.work.put(msg)
-            if op == "stop":
-                writer.join()
-                self.encoder.shutdown()
-                os._exit(0)
+                time.sleep(pause)
+                pause = min(2 * pause, PollingReader.POLL_MAX_S)
+
+    def take(self, msg: tuple, writer: threading.Thread) -> None:
+        """Queue a request for the disk thread (an array frame: its encoding started in the pool)."""
+        op = msg[0]
+        if op == "open":
+            self.cameras[int(msg[1])] = msg[3]
+        if op == "frame" and msg[6] is not None:  # an RGB array: encoded in the pool, written in order
+            _, _, camera, ts, pos, nbytes, shape = msg
+            rgb = self.ring.view(pos, nbytes).reshape(shape)
+            fut = self.encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
+            self.work.put((*msg[:6], fut))
+        else:
+            self.work.put(msg)
+        if op == "stop":
+            writer.join()
+            self.encoder.shutdown()
+            os._exit(0)
+
+    def take_frames(self, upto: int) -> bool:
+        """Queue the frames of the descriptors published before count ``upto``; whether there were any."""
+        words, slots = self.ring.words, self.ring.slots
+        i = self.taken
+        if i >= upto:
+            return False
+        while i < upto:
+            at = HEADER // 8 + DESCRIPTOR_WORDS * (i % slots)
+            ts, pos, nbytes, key = words[at], words[at + 1], words[at + 2], words[at + 3]
+            i += 1
+            words[TAKEN] = i  # its slot is free again
+            episode = key >> 16
+            cameras = self.cameras.get(episode, ())
+            camera = cameras[key & 0xFFFF] if (key & 0xFFFF) < len(cameras) else None
+            self.work.put(("frame", str(episode), camera, ts, pos, nbytes, None))
+        self.taken = i
+        return True
 
     # ------------------------------------------------------------------ disk thread
     def write_loop(self) -> None:
@@ -391,7 +471,7 @@ class _Writer:
             ep = self.episodes.get(item[1])
             try:
                 if op == "open":
-                    ep = self.episodes[item[1]] = _WEpisode(item[1], item[2])
+                    ep = self.episodes[item[1]] = _WEpisode(item[1], item[2])  # item[3]: its cameras (run)
                     ep.tmp = begin_episode(self.root, ep.id)
                 elif op == "rows":
                     self.rows(ep, item)

@@ -246,7 +246,8 @@ def test_full_queue_drops_frames_counted_and_reported(tmp_path):
 
 
 def test_a_full_message_pipe_drops_frames_counted_never_blocks(tmp_path):
-    # small frames: the byte bound is far, the pipe of messages (the queue's other bound) fills first
+    # small frames: the byte bound is far, the queue of messages (the other bound: frame descriptors in
+    # shared memory, pipe_bytes of them, or the pipe itself) fills first
     out = tmp_path / "ds"
     n = 3_000
     with Recorder(out, metadata(cameras=("head",)), stale_after_s=None, pipe_bytes=65536) as rec:
@@ -499,6 +500,75 @@ def test_save_nowait_lets_the_next_episode_start_before_the_commit_is_done(tmp_p
     assert validate(Dataset(out)).valid
 
 
+def test_a_stopped_episode_takes_its_files_while_the_next_one_records(tmp_path):
+    # a dataflow's simulation files come after the command that ends the episode: stop() ends its
+    # samples, the next episode starts at once, and the stopped one is saved once its file is stored
+    out = tmp_path / "ds"
+    with Recorder(out, metadata()) as rec:
+        ep0 = rec.start_episode()
+        record(ep0, T0, 300)
+        ep0.stop()
+        assert not ep0.add_obs("arms/right", T0 + 300 * STATE_NS, qpos=qpos("right", 0))
+        assert not ep0.add_frame("head", T0 + 300 * STATE_NS, jpeg(0))
+        with pytest.raises(RecordError, match="exists already"):
+            rec.start_episode(episode_id=0)  # stopped, not listed: its id is taken
+        ep1 = rec.start_episode()
+        record(ep1, T0 + 10**10, 150)
+        ep0.add_file("sim/late.bin", b"episode 0")
+        ep1.stop()
+        ep2 = rec.start_episode()  # two stopped at once; the open one is discarded by close()
+        record(ep2, T0 + 2 * 10**10, 20)
+        ep1.add_file("sim/late.bin", b"episode 1")
+        r0, r1 = ep0.save(success=True), ep1.save(success=False)
+        assert (r0.id, r1.id) == ("0", "1") and sum(r0.rows.values()) == 4 * 300 and sum(r1.rows.values()) == 4 * 150
+        assert ep0.dropped == ep1.dropped == {}
+    for ep_id in ("0", "1"):
+        assert (out / "episodes" / ep_id / "sim/late.bin").read_bytes() == f"episode {ep_id}".encode()
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert [e["id"] for e in meta["episodes"]] == ["0", "1"]
+    assert [d["id"] for d in meta["discarded_episodes"]] == ["2"]
+    report = validate(Dataset(out))
+    assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
+
+
+def test_frames_as_pipe_messages_where_descriptors_are_not_used(tmp_path, monkeypatch):
+    # off x86 a JPEG frame is a pipe message (the descriptors' ordering needs x86's stores in order)
+    from openarm_sim_dataset import record as record_module
+
+    monkeypatch.setattr(record_module, "SHARED_DESCRIPTORS", False)
+    out = tmp_path / "ds"
+    with Recorder(out, metadata()) as rec:
+        record(ep := rec.start_episode(), T0, 200)
+        res = ep.save()
+    assert res.frames == {"head": 20, "wrist_right": 20} and rec._published == 0
+    assert validate(Dataset(out)).valid
+
+
+def test_the_ring_reuses_its_start_once_the_writer_caught_up_and_counts_nothing_skipped(tmp_path):
+    # frames go to the ring's first bytes (in the CPU's caches) whenever the writer has released all
+    import time
+
+    with Recorder(tmp_path / "ds", metadata(cameras=("head",)), stale_after_s=None) as rec:
+        ep = rec.start_episode()
+        ring = rec._ring
+        frame = jpeg(1)
+        starts = []
+        for k in range(5):
+            while rec._head != ring.tail:  # the writer has finished with the previous frame
+                time.sleep(0.005)
+            assert rec.pending_bytes == 0
+            assert ep.add_frame("head", T0 + k * 40_000_000, frame)
+            starts.append(rec._head - ((len(frame) + 7) & ~7))
+            assert rec.pending_bytes == (len(frame) + 7) & ~7  # the bytes skipped to the next lap are free
+        assert {s % ring.capacity for s in starts} == {0}
+        ep.add_obs("arms/right", T0, qpos=qpos("right", 0))
+        ep.add_obs("arms/right", T0 + 4 * 40_000_000, qpos=qpos("right", 1))
+        res = ep.save()
+    assert res.frames == {"head": 5}
+    cams = Dataset(tmp_path / "ds").load_cameras(0)["head"]
+    assert cams.num_frames == 5 and cams.read_bytes(4) == frame
+
+
 @pytest.mark.parametrize("camera_format", ["dir", "tar"])
 def test_frames_outside_the_state_span_are_trimmed_at_save_and_counted(tmp_path, camera_format):
     # a camera's frames that arrive before the arms' first samples or after their last ones (an episode
@@ -529,17 +599,17 @@ def test_frames_outside_the_state_span_are_trimmed_at_save_and_counted(tmp_path,
     assert {r.check for r in report if r.passed} >= {"camera_span", "integrity"}
 
 
-def test_the_writers_polling_reader_reads_framed_messages_and_ends_at_eof():
+def test_the_writers_polling_reader_reads_framed_requests_and_ends_at_eof():
     import threading
     import time
 
-    from openarm_sim_dataset.record_writer import PollingReader, pack, read_message
+    from openarm_sim_dataset.record_writer import PollingReader, pack_request
 
     r, w = os.pipe()
-    msgs = [("frame", "0", "head", k, 8 * k, 100, None) for k in range(200)] + [("commit", "0", {"id": "0"}, 7)]
-    data = b"".join(pack(m) for m in msgs)
+    msgs = [("rows", "0", k, 8 * k, 100) for k in range(200)] + [("commit", "0", {"id": "0"}, 7)]
+    data = b"".join(pack_request(m, k) for k, m in enumerate(msgs))
 
-    def send():  # in pieces that cut messages, with pauses the reader must sleep through
+    def send():  # in pieces that cut messages, with pauses between them
         for i in range(0, len(data), 777):
             os.write(w, data[i:i + 777])
             time.sleep(0.001)
@@ -548,7 +618,12 @@ def test_the_writers_polling_reader_reads_framed_messages_and_ends_at_eof():
     t = threading.Thread(target=send)
     t.start()
     reader = PollingReader(r)
-    got = [read_message(reader) for _ in msgs]
-    assert got == msgs and read_message(reader) is None  # end of file: None, never a hang
+    got, alive = [], True
+    while alive:  # never waits inside: fill() takes what is there, False at end of file
+        alive = reader.fill()
+        while (req := reader.request()) is not None:
+            got.append(req)
+        time.sleep(0.0005)
+    assert got == list(enumerate(msgs)) and reader.request() is None and not reader.fill()
     t.join()
     os.close(r)

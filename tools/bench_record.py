@@ -8,7 +8,12 @@
    another checkout given by ``--before DIR``, e.g. the in-process writer thread of main before
    issue 21) and ``inloop`` (frames written synchronously in the loop, rows appended to lists: what
    the reference dataflow recorder does). Late ticks are what ``dataset-validate`` counts as dropped
-   samples: stamp intervals > 1.5 periods. Prints each call's p50/p99 and the samples dropped.
+   samples: stamp intervals > 1.5 periods. Prints each call's p50/p99 and the samples dropped, and
+   beside ``add_frame`` a **bare copy** of the same bytes (``bytearray(payload)``: what any recorder
+   must do at least, the caller may reuse its buffer), timed in the same loop, on the same payload,
+   the two in alternating order (the first one after the loop's sleep finds the payload out of
+   cache): the ratio of ``add_frame``'s p99 to the copy's is the recorder's overhead, a figure that
+   depends far less on the machine and its load than the microseconds do.
 2. **memory** (faster than real time): a ``--minutes`` long episode (default 30) at the same rates,
    fed as fast as the writer takes it (the feeder waits when half of ``max_pending_bytes`` is
    queued, so nothing is dropped), frames in tar archives and small (the payload size changes only
@@ -20,7 +25,7 @@
    (the writer process's manifest work is not the caller's).
 
     python tools/bench_record.py [--seconds 20] [--rounds 3] [--before /work/main] [--minutes 30]
-                                 [--frames jpeg|array] [--skip-memory] [--skip-save]
+                                 [--frames jpeg|array] [--variants recorder ...] [--skip-memory] [--skip-save]
 """
 
 from __future__ import annotations
@@ -92,8 +97,9 @@ def pct(a: list[int]) -> str:
 # ---------------------------------------------------------------------------------- latency
 def control_loop(seconds: float, add_state, add_frame, payloads: list) -> dict[str, list[int]]:
     """Real-time loop: every 4 ms both arms' obs + action, every 1/30 s a frame per camera; returns
-    per-call durations (ns) by call type. Stamps are the wall clock (time.time_ns)."""
-    lat: dict[str, list[int]] = {"state": [], "frame": []}
+    per-call durations (ns) by call type (``copy``: the bare copy of each frame's bytes, see the
+    module doc). Stamps are the wall clock (time.time_ns)."""
+    lat: dict[str, list[int]] = {"state": [], "frame": [], "copy": []}
     stamps = np.empty(int(seconds * STATE_HZ), dtype=np.int64)
     period = 1.0 / STATE_HZ
     cam_period_ns = 10**9 // CAMERA_HZ
@@ -123,11 +129,16 @@ def control_loop(seconds: float, add_state, add_frame, payloads: list) -> dict[s
             next_frame_ns = t
         if t >= next_frame_ns:
             next_frame_ns = max(next_frame_ns + cam_period_ns, t)  # late: no burst of frames either
+            copy_first = len(lat["copy"]) % 2 == 0  # which of the two finds the burst's payload cold
             for ci, cam in enumerate(CAMERAS):
                 p = payloads[(k + ci) % len(payloads)]
+                if copy_first:
+                    lat["copy"].append(bare_copy(p))
                 a = time.perf_counter_ns()
                 add_frame(cam, t + ci, p)
                 lat["frame"].append(time.perf_counter_ns() - a)
+                if not copy_first:
+                    lat["copy"].append(bare_copy(p))
         k += 1
     # late: stamps taken after the sleep (a late wake-up counts), intervals as dataset-validate counts them
     d = np.diff(stamps[:k])
@@ -135,6 +146,16 @@ def control_loop(seconds: float, add_state, add_frame, payloads: list) -> dict[s
     lat["intervals"] = int(len(d))
     lat["late_ms"] = float(np.max(d) / 1e6 - 1e3 / STATE_HZ)
     return lat
+
+
+def bare_copy(payload) -> int:
+    """Time (ns) of a copy of ``payload``'s bytes into new memory: the least a recorder does with a
+    frame it must keep after the call returns."""
+    a = time.perf_counter_ns()
+    kept = bytearray(payload) if not isinstance(payload, np.ndarray) else payload.copy()
+    b = time.perf_counter_ns()
+    del kept
+    return b - a
 
 
 def run_ours(out: Path, seconds: float, payloads: list) -> tuple[dict, dict]:
@@ -257,7 +278,7 @@ def run_variant(variant: str, seconds: float, frames_kind: str, scratch: Path) -
         report = validate(Dataset(scratch / "ours"), quick=True)
         info["validate"] = report.summary() + "".join(f"; {r.check}: {r.detail}" for r in report if r.failed)
     out = {"gaps": lat["gaps"], "intervals": lat["intervals"], "late_ms": lat["late_ms"], **info}
-    for k in ("state", "frame"):
+    for k in ("state", "frame", "copy"):
         v = np.asarray(lat[k], dtype=np.float64) / 1e3
         out[f"{k}_p50_us"] = float(np.percentile(v, 50)) if len(v) else None
         out[f"{k}_p99_us"] = float(np.percentile(v, 99)) if len(v) else None
@@ -311,6 +332,8 @@ def main() -> None:
     ap.add_argument("--frames", choices=("jpeg", "array"), default="jpeg")
     ap.add_argument("--memory-camera-format", choices=("tar", "dir"), default="tar",
                     help="dir: one file per frame (the manifest entries of frames are kept until save)")
+    ap.add_argument("--variants", nargs="+", choices=("none", "recorder", "inloop"),
+                    default=["none", "recorder", "inloop"], help="latency variants to run (and 'before')")
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--skip-save", action="store_true")
@@ -335,7 +358,7 @@ def main() -> None:
 
 
 def latency(args) -> None:
-    variants = {"none": None, "recorder": None, "inloop": None}
+    variants: dict[str, str | None] = {v: None for v in args.variants}
     if args.before is not None:
         variants["before"] = str(args.before.resolve())
     print(f"latency: {args.seconds:g} s real time per run, {args.rounds} rounds, 250 Hz x 2 arms (obs + action), "
@@ -351,27 +374,42 @@ def latency(args) -> None:
                    "--seconds", str(args.seconds), "--frames", args.frames]
             if args.dir is not None:
                 cmd += ["--dir", str(args.dir)]
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            # run in the checkout measured: its writer process (python -m, which puts the current
+            # folder first on the path) must import that checkout's package too
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                               cwd=root or Path(__file__).resolve().parents[1])
             if p.returncode:
                 raise SystemExit(f"variant {v} failed:\n{p.stderr}")
             runs[v].append(json.loads(p.stdout.strip().splitlines()[-1]))
             d = runs[v][-1]
             print(f"  round {r + 1} {v:9}: {d['gaps']:4} late ticks of {d['intervals']}, worst {d['late_ms']:.1f} ms late"
-                  + (f"; dropped {d['dropped']}" if "dropped" in d else ""), flush=True)
+                  + (f"; dropped {d['dropped']}" if "dropped" in d else "")
+                  + (f"; add_frame p50/p99 {d['frame_p50_us']:.1f}/{d['frame_p99_us']:.1f} us, bare copy "
+                     f"{d['copy_p50_us']:.1f}/{d['copy_p99_us']:.1f} us: p99 ratio {d['frame_p99_us'] / d['copy_p99_us']:.2f}x"
+                     if v in ("recorder", "before") else ""), flush=True)
 
     def med(v, k):
         vals = [d[k] for d in runs[v] if d.get(k) is not None]
         return float(np.median(vals)) if vals else float("nan")
 
-    print("  median over rounds:          late ticks   state add p50/p99 us   frame add p50/p99 us   dropped")
+    def med_ratio(v, k):  # per round (same loop, same load), then the median over rounds
+        vals = [d[f"frame_{k}_us"] / d[f"copy_{k}_us"] for d in runs[v] if d.get(f"copy_{k}_us")]
+        return float(np.median(vals)) if vals else float("nan")
+
+    print("  median over rounds:          late ticks   state add p50/p99 us   frame add p50/p99 us   "
+          "bare copy p50/p99 us   add/copy p50 p99   dropped")
     for v in variants:
+        mine = v in ("recorder", "before")
         print(f"    {v:26} {med(v, 'gaps'):10.0f}   {med(v, 'state_p50_us'):8.1f} /{med(v, 'state_p99_us'):8.1f}   "
               f"{med(v, 'frame_p50_us'):8.1f} /{med(v, 'frame_p99_us'):8.1f}   "
-              + (f"{med(v, 'dropped'):.0f}" if v in ("recorder", "before") else "-"))
-    base = med("none", "gaps")
-    for v in variants:
-        if v != "none":
-            print(f"  late ticks {v} / none: {(med(v, 'gaps') + 1) / (base + 1):.2f}x  ((n+1)/(n0+1), medians)")
+              f"{med(v, 'copy_p50_us'):8.1f} /{med(v, 'copy_p99_us'):8.1f}   "
+              + (f"{med_ratio(v, 'p50'):6.2f}x {med_ratio(v, 'p99'):5.2f}x   {med(v, 'dropped'):.0f}" if mine else
+                 f"{'-':>6}  {'-':>5}    -"))
+    if "none" in variants:
+        base = med("none", "gaps")
+        for v in variants:
+            if v != "none":
+                print(f"  late ticks {v} / none: {(med(v, 'gaps') + 1) / (base + 1):.2f}x  ((n+1)/(n0+1), medians)")
     for v in ("recorder", "before"):
         for d in runs.get(v, [])[-1:]:
             print(f"  {v} dataset-validate (last round): {d['validate']}")

@@ -19,9 +19,10 @@ Arm observations are stamped by their metadata ``observation_timestamp`` (Unix n
 was read), or ``timestamp`` if the first one has none; arm actions likewise (a leader's carry none:
 dora's ``timestamp``; a simulation node's carry the simulated time); everything else by dora's
 ``timestamp``. Added here: ``sim_file`` (a simulation node's files of an episode, ``sim/sidecar.npz``
-and ``sim/frames.npz``, :mod:`.sim_nodes` ``arms``): stored with the episode, whose ``success``/``fail``
-then waits for them (at most :attr:`RecorderNode.SIM_FILES_WAIT_S`), and the dataset's
-``simulation:`` block from their metadata.
+and ``sim/frames.npz``, :mod:`.sim_nodes` ``arms``): stored with the episode, which ``success``/``fail``
+stops (no more samples) and which is committed once they are stored (at most
+:attr:`RecorderNode.SIM_FILES_WAIT_S` later; episodes commit in the order they ended) while the next
+``start`` records at once, and the dataset's ``simulation:`` block from their metadata.
 **Configuration**: ``DIRECTORY``, ``NAME``, ``METADATA_FILE``, ``OPERATION_TYPE`` (teleop/rollout),
 ``DOCKER_IMAGE`` (rollout: ``model.docker_image``), or the same as ``--options``; frequencies
 declared from the dataflow's timers, replaced by the measured ones as episodes are saved.
@@ -157,12 +158,13 @@ def build_metadata(metadata: Mapping | None, input_names, operation_type: str = 
 
 class RecorderNode:
     """The node's message handling: :meth:`handle` one dora event (a dict with ``type``, ``id``,
-    ``value`` (pyarrow), ``metadata``); returns False after ``quit`` (once the episode it ended has its
-    simulation files) or ``STOP``, and the caller then calls :meth:`close`. Never raises for a
+    ``value`` (pyarrow), ``metadata``); returns False after ``quit`` (once the episodes it ended have
+    their simulation files) or ``STOP``, and the caller then calls :meth:`close`. Never raises for a
     message: what cannot be used is logged (``log(level, message)``) and skipped."""
 
-    #: How long ``success``/``fail`` waits for the episode's ``sim_file`` messages before it saves the
-    #: episode without them (seconds; a simulation node sends them the moment it gets the command).
+    #: How long an ended episode waits for its ``sim_file`` messages before it is saved without them
+    #: (seconds; a simulation node sends them the moment it gets the command). The wait blocks
+    #: nothing: the next ``start`` records meanwhile.
     SIM_FILES_WAIT_S = 3.0
 
     def __init__(self, out: str | os.PathLike, metadata: Mapping, log: Callable[[str, str], None] | None = None,
@@ -173,7 +175,9 @@ class RecorderNode:
         #: whether a simulation node's ``sim_file`` input is wired: an episode's end then waits for them
         self.sim_files = sim_files
         self._sim_got: dict[str, tuple[int, int]] = {}  # episode id -> (files stored, files announced)
-        self._ending: tuple | None = None  # (episode, success, command, deadline) waiting for its sim files
+        # (episode, success, command, deadline) of the episodes ended (stopped) and waiting for their sim
+        # files, in the order they ended: the order they are committed in
+        self._ending: list[tuple] = []
         self._quitting = False
         self.obs_stamp_key: str | None = None
         self.action_stamp_key: str | None = None
@@ -186,9 +190,9 @@ class RecorderNode:
 
     # ------------------------------------------------------------------ events
     def handle(self, event: Mapping) -> bool:
-        if self._ending is not None and time.monotonic() > self._ending[3]:
-            self._finish_ending(f"within {self.SIM_FILES_WAIT_S:g} s of {self._ending[2]}")
-        if self._quitting and self._ending is None:
+        if self._ending and time.monotonic() > self._ending[0][3]:
+            self._commit_ended()
+        if self._quitting and not self._ending:
             return False
         if event.get("type") != "INPUT":
             return event.get("type") != "STOP"
@@ -242,7 +246,7 @@ class RecorderNode:
         elif command == "quit":
             if self.episode is not None:
                 self._save(False, "quit")
-            if self._ending is not None:  # its simulation files are on their way: end once they are stored
+            if self._ending:  # their simulation files are on their way: end once they are stored
                 self._quitting = True
                 return True
             return False
@@ -251,8 +255,6 @@ class RecorderNode:
         return True
 
     def _start(self, md: Mapping) -> None:
-        if self._ending is not None:
-            self._finish_ending("before the next start")
         if self.episode is not None:
             self.log("warn", f"start refused: episode {self.episode.id} is being recorded "
                              f"(send success, fail or cancel first)")
@@ -275,21 +277,34 @@ class RecorderNode:
             self.log("warn", f"{command}: no episode is being recorded")
             return
         self.episode = None
-        got, announced = self._sim_got.get(ep.id, (0, None))
-        if self.sim_files and (announced is None or got < announced):
-            self._ending = (ep, success, command, time.monotonic() + self.SIM_FILES_WAIT_S)
+        if self.sim_files and (self._ending or not self._has_sim_files(ep)):
+            # stopped, not committed: its files are stored as they come while the next episode records
+            # (a fast start used to save it without them); committed after those ended before it
+            ep.stop()
+            self._ending.append((ep, success, command, time.monotonic() + self.SIM_FILES_WAIT_S))
+            self._commit_ended()
             return
         self._commit(ep, success)
 
-    def _finish_ending(self, when: str) -> None:
-        """Save the episode that waits for its simulation files without the missing ones (``when``:
-        what they did not come before, for the log)."""
-        ep, success, _, _ = self._ending
-        self._ending = None
+    def _has_sim_files(self, ep) -> bool:
         got, announced = self._sim_got.get(ep.id, (0, None))
-        self.log("warn", f"episode {ep.id}: saved with {got} of {announced if announced is not None else 'its'} "
-                         f"simulation files (the rest did not come {when})")
-        self._commit(ep, success)
+        return announced is not None and got >= announced
+
+    def _commit_ended(self, before: str | None = None) -> None:
+        """Commit the ended episodes, first ended first, while the first has its simulation files or its
+        wait is over; with ``before`` (what the files did not come before, for the log) all of them.
+        One saved without some of its files is logged."""
+        while self._ending:
+            ep, success, command, deadline = self._ending[0]
+            if not self._has_sim_files(ep):
+                if before is None and time.monotonic() <= deadline:
+                    return
+                got, announced = self._sim_got.get(ep.id, (0, None))
+                when = before or f"within {self.SIM_FILES_WAIT_S:g} s of {command}"
+                self.log("warn", f"episode {ep.id}: saved with {got} of {announced if announced is not None else 'its'} "
+                                 f"simulation files (the rest did not come {when})")
+            self._ending.pop(0)
+            self._commit(ep, success)
 
     def _sim_file(self, event: Mapping) -> None:
         """A simulation node's file of an episode (``sim/sidecar.npz``, ...; metadata ``episode_number``,
@@ -298,8 +313,8 @@ class RecorderNode:
         number, path, files = md.get("episode_number"), md.get("path"), md.get("files")
         if not isinstance(number, int) or not isinstance(path, str) or not isinstance(files, int) or files < 1:
             raise ValueError("sim_file: metadata needs episode_number, path and files")
-        ending = self._ending[0] if self._ending is not None else None
-        ep = next((e for e in (ending, self.episode) if e is not None and e.id == str(number)), None)
+        ep = next((e for e in (*(end[0] for end in self._ending), self.episode)
+                   if e is not None and e.id == str(number)), None)
         if ep is None:
             raise ValueError(f"sim_file {path} of episode {number}: no such episode is being recorded")
         block = md.get("simulation")
@@ -308,10 +323,8 @@ class RecorderNode:
         ep.add_file(path, _uint8(event["value"]))
         got = self._sim_got.get(ep.id, (0, files))[0] + 1
         self._sim_got[ep.id] = (got, files)
-        if ep is ending and got >= files:
-            _, success, _, _ = self._ending
-            self._ending = None
-            self._commit(ep, success)
+        if ep is not self.episode:
+            self._commit_ended()
 
     def _simulation_block(self, block: Mapping) -> None:
         """The dataset's ``simulation:`` block, written once; a node that reports another is logged."""
@@ -399,12 +412,11 @@ class RecorderNode:
         self.counts["stored" if stored else "dropped"] += 1
 
     def close(self) -> None:
-        """Discard an episode still open (its files removed, id free), save one that waits for its
+        """Discard an episode still open (its files removed, id free), save those that wait for their
         simulation files, and close the recorder."""
         if self.recorder is None:
             return
-        if self._ending is not None:
-            self._finish_ending("before the dataflow stopped")
+        self._commit_ended(before="before the dataflow stopped")
         if self.episode is not None and not self.episode._finished:
             self.episode.discard("the node stopped before success/fail", keep_id=False)
             self.log("warn", f"episode {self.episode.id}: the dataflow stopped before success/fail: removed")
