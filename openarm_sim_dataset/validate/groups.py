@@ -103,15 +103,20 @@ _DATASETS: dict = {}
 
 def _dataset(root: str):
     """The dataset at ``root``, opened once per worker process (re-opened when metadata.yaml changed)."""
-    from .. import layout
     from ..dataset import Dataset
 
-    st = os.stat(os.path.join(root, layout.METADATA_FILE))
-    key = (root, st.st_mtime_ns, st.st_size, st.st_ino)
+    key = _key(root)
     if key not in _DATASETS:
         _DATASETS.clear()
         _DATASETS[key] = Dataset(root)
     return _DATASETS[key]
+
+
+def _key(root: str) -> tuple:
+    from .. import layout
+
+    st = os.stat(os.path.join(root, layout.METADATA_FILE))
+    return (root, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def table_of(ds, names: list[str], simulation: bool) -> list[tuple[str, object]]:
@@ -197,6 +202,8 @@ def run_groups(ds, ids: list[str], names: list[str], simulation: bool, threshold
     if ray is not None:
         yield from _on_ray(ds, root, cwd, groups, args, ray)
     elif workers <= 1 or len(groups) == 1:
+        _DATASETS.clear()
+        _DATASETS[_key(root)] = ds  # in this process: the driver's dataset, not a second copy of its entries
         for g in groups:
             yield g, run_group(root, cwd, g, *args)
     else:
