@@ -328,6 +328,24 @@ def tree_hashes(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def recorded_files(root: Path) -> dict[Path, bytes]:
+    """Every file under ``root`` as a golden digest of generated data sees it: without the derived
+    ``summary.json`` of each episode (issue 27, re-derived from the files by ``episode_summary``) and
+    without its lines in the manifest (digest and size), so goldens older than it still prove that no recorded byte moved."""
+    from openarm_sim_dataset import layout
+
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or p.name == layout.SUMMARY_FILE:
+            continue
+        data = p.read_bytes()
+        if p.name == layout.MANIFEST_FILE:
+            data = b"".join(line for line in data.splitlines(keepends=True)
+                            if not line.rstrip(b"\n").endswith(b" " + layout.SUMMARY_FILE.encode()))
+        out[p] = data
+    return out
+
+
 #: Modules holding the longest tests (real processes, module-scoped groups), scheduled first: xdist hands
 #: out work in collection order, so that a run does not end on one worker finishing a 30 s group while
 #: the other idles (two runs each way here: 160/182 s before, 159/173 s after; the machine is noisy).

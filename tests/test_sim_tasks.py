@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import run_cli, tree_bytes
+from conftest import recorded_files, run_cli, tree_bytes
 
 pytest.importorskip("mujoco")
 
@@ -47,10 +47,10 @@ VOLATILE = ("generator", "python", "numpy", "platform", "machine", "gl_renderer"
 def output_digests(root: Path) -> tuple[int, str, str]:
     """(file count, digest of every file but metadata.yaml with its path, digest of the metadata
     without the machine/checkout keys)."""
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "metadata.yaml")
+    files = {p: data for p, data in recorded_files(root).items() if p.name != "metadata.yaml"}
     h = hashlib.sha256()
-    for p in files:
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    for p, data in files.items():
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(data).digest())
     meta = yaml.safe_load((root / "metadata.yaml").read_text())
     meta["simulation"] = {k: v for k, v in meta["simulation"].items() if k not in VOLATILE}
     return len(files), h.hexdigest(), hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()

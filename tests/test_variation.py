@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO, run_cli, tree_hashes
+from conftest import REPO, recorded_files, run_cli, tree_hashes
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -106,7 +106,7 @@ def _golden_or_skip() -> dict:
 
 
 def _hashes(root: Path) -> dict[str, str]:
-    out = tree_hashes(root)
+    out = {p.relative_to(root).as_posix(): hashlib.sha256(data).hexdigest() for p, data in recorded_files(root).items()}
     doc = yaml.safe_load((root / "metadata.yaml").read_text())
     if doc["simulation"]["gl_renderer"] != json.loads(GOLDEN.read_text())["environment"]["gl_renderer"]:
         pytest.skip(f"GL renderer {doc['simulation']['gl_renderer']!r} is not the golden hashes' one")
