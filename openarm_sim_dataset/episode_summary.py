@@ -78,6 +78,8 @@ def jpeg_size(data: bytes, path: str | os.PathLike = "<bytes>") -> tuple[int, in
     try:
         with Image.open(io.BytesIO(data), formats=["JPEG"]) as im:  # lazy: reads the header only
             return im.size
+    except Image.DecompressionBombError as e:  # a header declaring billions of pixels: refused, never allocated
+        raise CameraError(path, f"JPEG header declares an implausible size ({str(e).splitlines()[0][:120]})") from None
     except (OSError, SyntaxError, ValueError) as e:
         raise CameraError(path, f"not a JPEG ({str(e).splitlines()[0][:120]})") from None
 
