@@ -357,7 +357,8 @@ def test_cli_serves_until_interrupted(faulty):
             assert json.load(r)["episodes"] == 4
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        # generous: twice in loaded full runs (2 workers beside Chromium) the stop took over 30 s
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in err and err.rstrip().endswith("dataset-view: stopped"), err
 
 

@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, _stop)  # a killed viewer stops its validation run too
+        signal.signal(signal.SIGINT, _stop)  # Ctrl-C stops it even when started with SIGINT ignored
         if args.open:
             import webbrowser
 
