@@ -33,13 +33,32 @@ def _pct(r: dict) -> str:
     return f"{r['successes']}/{r['episodes']} = {r['rate']:.1%} (95% Wilson {lo:.1%}-{hi:.1%})"
 
 
+def training_block(part) -> dict:
+    cfg, cost, curve = part
+    return {"episodes": cfg["episodes"], "val_episodes": cfg["val_episodes"], "items": cfg["items"],
+            "steps": cfg["steps"], "batch": cfg["batch"], "seed": cfg["seed"], "threads": cost["threads"],
+            "cpu_minutes": round(cost["cpu_s"] / 60, 1), "wall_minutes": round(cost["wall_s"] / 60, 1),
+            "parameters": cost["parameters"],
+            "final_val_loss": round(float(curve["val"][-1]), 5),
+            "final_train_loss": round(float(curve["train"][-1]), 5)}
+
+
+def training_line(part) -> str:
+    cfg, cost, curve = part
+    return (f"{cfg['episodes']} episodes ({cfg['val_episodes']} held out), {cfg['items']} items, "
+            f"{cfg['steps']} steps x {cfg['batch']}, {cost['parameters']:,} parameters, "
+            f"{cost['cpu_s'] / 60:.1f} CPU min ({cost['wall_s'] / 60:.1f} min wall, {cost['threads']} thread(s)); "
+            f"held-out loss {curve['val'][-1]:.4f}.")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--name", required=True)
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--physics", required=True, help="the physics-only dataset the training set was drawn from")
     p.add_argument("--generate", action="append", required=True, help="a data command, in order (first: the physics one)")
-    p.add_argument("--train", required=True)
+    p.add_argument("--train", action="append", required=True,
+                   help="a training command, in order (several for an ensemble: each dataset-train, then dataset-ensemble)")
     p.add_argument("--evaluate", required=True)
     p.add_argument("--rollouts", required=True, help="the evaluation's rollout dataset")
     p.add_argument("--compare", help="the scripted expert's rollouts on the same initial states")
@@ -47,6 +66,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     ckpt, sha = load(a.checkpoint)
     cfg, cost = ckpt["config"], ckpt["cost"]
+    ensemble = cfg.get("arch") == "ensemble"
+    # an ensemble's training figures are its members' (each trained alone, then joined)
+    parts = ([(m["config"], c, cv) for m, c, cv in zip(ckpt["members"], ckpt["member_costs"], ckpt["curve"])]
+             if ensemble else [(cfg, cost, ckpt["curve"])])
     dest = REPO / BASELINES_DIR
     dest.mkdir(exist_ok=True)
     shutil.copyfile(a.checkpoint, dest / f"{a.name}.pt")
@@ -80,15 +103,12 @@ def main(argv=None) -> int:
         "inputs": {"kind": cfg["inputs"], "cameras": list(cfg["cameras"]),
                    "size": (f"{cfg['image_shape'][2]}x{cfg['image_shape'][1]}" if cfg["cameras"] else None),
                    "camera_hz": cfg.get("camera_hz"), "control_hz": cfg["hz"]},
-        "generate": list(a.generate), "train": a.train,
+        "generate": list(a.generate), "train": a.train[0] if len(a.train) == 1 else list(a.train),
         "dataset_metadata_sha256": cfg["dataset_sha256"],
         "physics_dataset": {"command": a.generate[0], "content_sha256": content_sha256(a.physics)},
-        "training": {"episodes": cfg["episodes"], "val_episodes": cfg["val_episodes"], "items": cfg["items"],
-                     "steps": cfg["steps"], "batch": cfg["batch"], "threads": cost["threads"],
-                     "cpu_minutes": round(cost["cpu_s"] / 60, 1), "wall_minutes": round(cost["wall_s"] / 60, 1),
-                     "parameters": cost["parameters"],
-                     "final_val_loss": round(float(ckpt["curve"]["val"][-1]), 5),
-                     "final_train_loss": round(float(ckpt["curve"]["train"][-1]), 5)},
+        "training": training_block(parts[0]) if not ensemble else {
+            "members": [training_block(x) for x in parts],
+            "cpu_minutes": round(cost["cpu_s"] / 60, 1), "parameters": cost["parameters"]},
         "evaluate": a.evaluate, "evaluation": evaluation,
     }
     body = "\n".join([
@@ -102,13 +122,13 @@ def main(argv=None) -> int:
         "Reproduce (from a clone, extras `[torch,env]`):",
         "",
         "```bash",
-        *a.generate, a.train, a.evaluate,
+        *a.generate, *a.train, a.evaluate,
         "```",
         "",
-        f"Training: {cfg['episodes']} episodes ({cfg['val_episodes']} held out), {cfg['items']} items, "
-        f"{cfg['steps']} steps x {cfg['batch']}, {cost['parameters']:,} parameters, "
-        f"{cost['cpu_s'] / 60:.1f} CPU min ({cost['wall_s'] / 60:.1f} min wall, {cost['threads']} thread(s)); "
-        f"held-out loss {ckpt['curve']['val'][-1]:.4f}.",
+        *[("Training" + (f" (member {i + 1}, seed {c[0]['seed']})" if ensemble else "") + f": {training_line(c)}")
+          for i, c in enumerate(parts)],
+        *([f"The ensemble plays the mean of its {len(parts)} members' action chunks (`dataset-ensemble`); "
+           f"{cost['cpu_s'] / 60:.1f} CPU min of training in all."] if ensemble else []),
         "",
         f"Evaluation (initial states of seed {seed}, never trained or tuned on):",
         "",

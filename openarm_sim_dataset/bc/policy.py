@@ -44,21 +44,51 @@ def jpeg_roundtrip(rgb: np.ndarray, quality: int) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
 
 
+class _Member:
+    """One trained network with its statistics: the whole policy of a checkpoint, or one member of an
+    ensemble checkpoint (:mod:`.ensemble`)."""
+
+    def __init__(self, ckpt: dict, torch) -> None:
+        self.cfg = cfg = ckpt["config"]
+        self.stats = {g: {k: np.asarray(v, np.float64) for k, v in d.items()} for g, d in ckpt["stats"].items()}
+        self.model = build_model(cfg)
+        self.model.load_state_dict(ckpt["state_dict"])
+        self.model.eval()
+        self.im_norm = {c: (torch.tensor(self.stats[f"image.{c}"]["mean"], dtype=torch.float32).view(1, 3, 1, 1),
+                            torch.tensor(self.stats[f"image.{c}"]["std"], dtype=torch.float32).view(1, 3, 1, 1))
+                        for c in cfg["cameras"]}
+
+    def predict(self, torch, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray], images: Optional[list]) -> np.ndarray:
+        """A chunk (horizon, 16) of joint targets in the action stream's units; ``images``: the uint8
+        (1, 3, H, W) tensors of the config's cameras, in its order."""
+        vec = torch.from_numpy(vector_input(self.cfg, self.stats, qpos, t, pose))
+        ims = None
+        if images is not None:
+            ims = [(x - m) / s for x, (m, s) in ((x, self.im_norm[c]) for x, c in zip(images, self.cfg["cameras"]))]
+        with torch.no_grad():
+            out = self.model(vec, ims)[0].numpy().astype(np.float64)
+        a = self.stats["action"]
+        return out * a["std"] + a["mean"]
+
+
 class BCPolicy:
     """``reset()`` / ``act(observation[, info])`` -> 16 joint targets (rad; right arm's 8, then the left's).
 
     Every ``execute`` control steps (at :attr:`control_hz`, the training grid) it predicts a chunk of
     ``horizon`` targets and plays its first ``execute`` rows; with ``ensemble`` (a decay) it predicts
     every step and plays the weighted mean of the overlapping chunks' rows for this step (temporal
-    ensembling, ACT). A safety filter bounds the result (see :meth:`_safe`)."""
+    ensembling, ACT). An ensemble checkpoint's chunk is the mean of its members' chunks (in joint
+    units). A safety filter bounds the result (see :meth:`_safe`)."""
 
     def __init__(self, ckpt: dict, sha256: str, path: str) -> None:
         torch = _torch()
         self.cfg = cfg = ckpt["config"]
-        self.stats = {g: {k: np.asarray(v, np.float64) for k, v in d.items()} for g, d in ckpt["stats"].items()}
-        self.model = build_model(cfg)
-        self.model.load_state_dict(ckpt["state_dict"])
-        self.model.eval()
+        self.members = [_Member(m, torch) for m in (ckpt["members"] if cfg.get("arch") == "ensemble" else [ckpt])]
+        self.model = self.members[0].model
+        # the safety filter's range: what any member's training actions spanned
+        acts = [m.stats["action"] for m in self.members]
+        self.stats = {"action": {"min": np.min([a["min"] for a in acts], axis=0),
+                                 "max": np.max([a["max"] for a in acts], axis=0)}}
         self.weights_sha256 = sha256
         self.path = path
         self.inputs: PolicyInputs = inputs_of(cfg)
@@ -67,10 +97,9 @@ class BCPolicy:
         self.cameras = bool(cfg["cameras"])
         self.name = f"bc-{cfg['inputs']}" + (" (privileged: object poses from info)" if self.privileged
                                              else f" ({' + '.join(cfg['cameras'])} + joints)")
+        if len(self.members) > 1:
+            self.name += f", ensemble of {len(self.members)}"
         self._torch = torch
-        self._im_norm = {c: (torch.tensor(self.stats[f"image.{c}"]["mean"], dtype=torch.float32).view(1, 3, 1, 1),
-                             torch.tensor(self.stats[f"image.{c}"]["std"], dtype=torch.float32).view(1, 3, 1, 1))
-                         for c in cfg["cameras"]}
         self.reset()
 
     def reset(self, info: Optional[dict] = None) -> None:
@@ -114,7 +143,8 @@ class BCPolicy:
         return target.copy()
 
     def image_tensor(self, cam: str, rgb: np.ndarray):
-        """One camera image (H, W, 3) uint8 as the network's normalised (1, 3, H, W) input."""
+        """One camera image (H, W, 3) uint8 as a (1, 3, H, W) float tensor of the pixels the network
+        was trained on (JPEG round trip at the training quality), not yet normalised."""
         torch, cfg = self._torch, self.cfg
         im = np.asarray(rgb)
         want = (cfg["image_shape"][1], cfg["image_shape"][2], 3)
@@ -123,16 +153,14 @@ class BCPolicy:
                              f"{want[1]}x{want[0]}")
         if cfg.get("jpeg_quality"):
             im = jpeg_roundtrip(im, cfg["jpeg_quality"])
-        x = torch.from_numpy(np.ascontiguousarray(im.transpose(2, 0, 1))[None]).float()
-        m, s = self._im_norm[cam]
-        return (x - m) / s
+        return torch.from_numpy(np.ascontiguousarray(im.transpose(2, 0, 1))[None]).float()
 
     def _predict(self, observation: dict, info: Optional[dict]) -> np.ndarray:
-        torch, cfg = self._torch, self.cfg
+        cfg = self.cfg
         qpos = np.concatenate([np.asarray(observation["arms"][s]["qpos"], np.float64) for s in ARM_SIDES])[None]
+        qpos = qpos.astype(np.float32).astype(np.float64)  # the dataset's float32, as trained
         t = np.array([self.k / cfg["hz"]])
         pose = np.asarray(info["object_pose"], np.float64)[None] if self.privileged else None
-        vec = torch.from_numpy(vector_input(cfg, self.stats, qpos.astype(np.float32).astype(np.float64), t, pose))
         images = None
         if cfg["cameras"]:
             images = []
@@ -141,10 +169,8 @@ class BCPolicy:
                 if im is None:
                     raise ValueError(f"the observation has no camera {c!r} (trained on {', '.join(cfg['cameras'])})")
                 images.append(self.image_tensor(c, im))
-        with torch.no_grad():
-            out = self.model(vec, images)[0].numpy().astype(np.float64)
-        a = self.stats["action"]
-        return out * a["std"] + a["mean"]
+        chunks = [m.predict(self._torch, qpos, t, pose, images) for m in self.members]
+        return chunks[0] if len(chunks) == 1 else np.mean(chunks, axis=0)
 
 
 def load_policy(path: str | os.PathLike) -> BCPolicy:
