@@ -7,7 +7,8 @@ the policies ``dataset-evaluate --policy X.pt`` runs.
     policy.inputs                               # cameras, size, camera rate, control rate it was trained with
 
 Modules: :mod:`.model` (the networks), :mod:`.checkpoint` (the file, and what a policy reads),
-:mod:`.trainer` (data, optimisation, resume), :mod:`.policy` (a checkpoint as an evaluator policy).
+:mod:`.trainer` (data, optimisation, resume), :mod:`.policy` (a checkpoint as an evaluator policy),
+:mod:`.ensemble` (several checkpoints as one policy playing the mean of their chunks).
 """
 
 from __future__ import annotations
