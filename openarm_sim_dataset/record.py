@@ -26,14 +26,14 @@ does not reuse it either.
 
 **A writer process.** ``add_*`` only copy: rows into preallocated per-stream blocks (a full block
 of ``rows_per_group`` rows is copied into shared memory), frames (JPEG bytes, or an RGB array) into
-a shared-memory ring; a message of a few dozen bytes per block or array frame tells the recorder's
-writer process (:mod:`.record_writer`) where they are, and a JPEG frame's 32-byte descriptor in the
-shared memory does (on x86: no system call in ``add_frame``). That process does every disk write and the JPEG
-encoding of array frames, so the control loop shares neither the GIL nor the allocator with the
-disk. What waits for the writer is bounded in bytes (``max_pending_bytes``; the ring holds twice
-that) and in messages (the pipe's capacity, ``pipe_bytes``, and as many bytes of frame descriptors): a
-frame that does not fit is **dropped**, and a block of
-state rows is dropped only above twice the bound (rows are ~100 kB/s, frames MB/s). Every drop is
+a shared-memory ring. A frame's 40-byte descriptor in the shared memory tells the recorder's writer
+process (:mod:`.record_writer`) where it is (on x86 nothing else: no system call in ``add_frame``;
+elsewhere their count goes in a pipe message), a message of a few dozen bytes does for a block of
+rows. That process does every disk write and the JPEG encoding of array frames, so the control loop
+shares neither the GIL nor the allocator with the disk. What waits for the writer is bounded in
+bytes (``max_pending_bytes``; the ring holds twice that) and in messages (the pipe's capacity,
+``pipe_bytes``, and as many bytes of frame descriptors): a frame that does not fit is **dropped**,
+and a block of state rows is dropped only above twice the bound (rows are ~100 kB/s, frames MB/s). Every drop is
 counted per stream (:attr:`Episode.dropped`, ``dropped:`` in the episode's metadata entry) and
 warned about once per episode; ``add_*`` return False for a sample not stored.
 
@@ -87,8 +87,7 @@ from . import layout
 from .errors import DatasetError, MetadataError
 from .lock import OutputLock, lock_path
 from .metadata import Metadata, load_yaml_document
-from .record_writer import (DESCRIPTOR_WORDS, DISCARDED_KEY, HEADER as _RING_HEADER, PUBLISHED, SHARED_DESCRIPTORS,
-                            TAIL, TAKEN, pack_request as _pack_request)
+from .record_writer import DESCRIPTOR_WORDS, DISCARDED_KEY, pack_request as _pack_request
 from .writer import CAMERA_FORMATS
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -152,14 +151,28 @@ class _RateMeter:
 
 # -------------------------------------------------------------------------- control side
 class _Block:
-    """Preallocated rows of one stream filled by the control loop; handed to the writer when full."""
+    """Preallocated rows of one stream filled by the control loop; handed to the writer when full. One
+    buffer, in the layout the writer reads: the stamps (int64), then each attribute's rows (float32)."""
 
-    __slots__ = ("ts", "values", "n")
+    __slots__ = ("buf", "ts", "values", "n")
 
     def __init__(self, rows: int, widths: Mapping[str, int]):
-        self.ts = np.empty(rows, dtype=np.int64)
-        self.values = {k: np.empty((rows, w), dtype=np.float32) for k, w in widths.items()}
+        self.buf = np.empty(rows * (8 + 4 * sum(widths.values())), dtype=np.uint8)
+        self.ts = self.buf[:8 * rows].view(np.int64)
+        self.values = {}
+        off = 8 * rows
+        for k, w in widths.items():
+            self.values[k] = self.buf[off:off + 4 * rows * w].view(np.float32).reshape(rows, w)
+            off += 4 * rows * w
         self.n = 0
+
+    def filled(self, attrs: tuple[str, ...]) -> np.ndarray:
+        """The rows filled, in the writer's layout (the buffer itself when full)."""
+        n = self.n
+        if n == len(self.ts):
+            return self.buf
+        return np.concatenate([self.ts[:n].view(np.uint8),
+                               *(self.values[a][:n].reshape(-1).view(np.uint8) for a in attrs)])
 
 
 class _Stream:
@@ -172,6 +185,16 @@ class _Stream:
         self.attrs: tuple[str, ...] | None = None
         self.block: _Block | None = None
         self.last = -(1 << 63)
+
+
+class _Camera:
+    """Control-side state of one camera: its newest frame's stamp (the stale rule's clock) and its
+    descriptors' key (episode id << 16 | index: the writer knows the cameras from the "open" message)."""
+
+    __slots__ = ("last", "key")
+
+    def __init__(self, key: int):
+        self.last, self.key = -(1 << 63), key
 
 
 @dataclass
@@ -201,15 +224,12 @@ class Episode:
         self.saved = False
         self.dropped: dict[str, int] = {}
         self._streams: dict[tuple[str, str], _Stream] = {}
-        self._cam_last = {c: -(1 << 63) for c in rec.meta.cameras}  # last frame stamp per camera
-        self._cams = dict(self._cam_last)  # stale clock per camera: its newest frame, or the episode start
-        self._cam_frames = {c: 0 for c in rec.meta.cameras}
-        # a frame descriptor's key: the writer knows the episode's cameras from its "open" message
-        self._frame_keys = {c: (int(episode_id) << 16) | i for i, c in enumerate(rec.meta.cameras)}
+        self._cameras = {c: _Camera((int(episode_id) << 16) | i) for i, c in enumerate(rec.meta.cameras)}
+        self._producer = rec._producer  # the writer's (a new writer after one died: a new episode)
         self._stale_ns = int(round(rec.stale_after_s * 1e9)) if rec.stale_after_s else None
-        self._start: int | None = None
-        self._now = -(1 << 63)
-        self._deadline = 1 << 63  # earliest stamp at which some camera could be stale
+        self._start: int | None = None  # the first sample's stamp
+        # a stamp above it calls _tick: the first sample, then the earliest at which a camera could be stale
+        self._deadline = -(1 << 63)
         self._finished = False  # saved or discarded
         self._stopped = False  # takes no more samples (stop(), or finished); add_file still stores
         self._warned: set[str] = set()
@@ -266,7 +286,7 @@ class Episode:
         st.last = ts
         if blk.n == len(blk.ts):
             self._hand_over(st)
-        if ts > self._now:
+        if ts > self._deadline:
             self._tick(ts)
         return True
 
@@ -279,34 +299,27 @@ class Episode:
         # loop's sleep runs with its code and data out of the CPU's caches (tools/bench_record.py)
         if self._stopped or self.reason is not None:
             return self._refused()
-        last = self._cam_last.get(camera)
-        if last is None:
+        cam = self._cameras.get(camera)
+        if cam is None:
             raise ValueError(f"camera {camera!r} is not declared in equipment.perceptions.cameras "
-                             f"({', '.join(self._cam_last) or 'none'})")
+                             f"({', '.join(self._cameras) or 'none'})")
         ts = timestamp_ns if type(timestamp_ns) is int else _as_ns(timestamp_ns, f"camera {camera}")
-        if ts <= last:
-            raise ValueError(f"camera {camera}: timestamp {ts} is not after the previous one ({last})")
-        rec = self.recorder
-        encoded = isinstance(image, (bytes, bytearray, memoryview))
-        if encoded and SHARED_DESCRIPTORS:
-            self._cam_last[camera] = ts
-            stored = rec._put_frame(self._frame_keys[camera], ts, image)
+        if ts <= cam.last:
+            raise ValueError(f"camera {camera}: timestamp {ts} is not after the previous one ({cam.last})")
+        if isinstance(image, (bytes, bytearray, memoryview)):
+            nbytes, shape = image.nbytes if type(image) is memoryview else len(image), 0
         else:
-            arr = np.frombuffer(image, dtype=np.uint8) if encoded else np.asarray(image)
-            if not encoded and (arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3):
+            image = np.asarray(image)
+            if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
                 raise ValueError(f"camera {camera}: expected JPEG bytes or an HxWx3 uint8 array, "
-                                 f"got {arr.dtype} {arr.shape}")
-            self._cam_last[camera] = ts
-            # copied into the ring here (the caller may reuse its buffer); encoded by the writer process
-            stored = rec._put(("frame", self.id, camera, ts), (arr,), rec.max_pending_bytes,
-                              None if encoded else arr.shape)
-        if ts > self._cams[camera]:
-            self._cams[camera] = ts  # a dropped frame still shows the camera is alive
-        if stored:
-            self._cam_frames[camera] += 1
-        else:
+                                 f"got {image.dtype} {image.shape}")
+            nbytes, shape = image.nbytes, (image.shape[0] << 32) | image.shape[1]
+        cam.last = ts  # a dropped frame still shows the camera is alive
+        p = self._producer
+        stored = p.put(image, nbytes, p.frame_limit, None, ts, cam.key, shape)
+        if not stored:
             self._drop(f"cameras/{camera}")
-        if ts > self._now:
+        if ts > self._deadline:
             self._tick(ts)
         return stored
 
@@ -328,7 +341,7 @@ class Episode:
             raise ValueError(f"episode file {path}: {arr.nbytes} bytes, more than max_pending_bytes "
                              f"({rec.max_pending_bytes})")
         deadline = time.monotonic() + timeout_s
-        while not rec._put(("file", self.id, "/".join(parts)), (arr,), rec.max_pending_bytes, None):
+        while not rec._put(("file", self.id, "/".join(parts)), arr, rec.max_pending_bytes):
             if rec._lost_reason is not None or time.monotonic() > deadline:
                 raise RecordError(rec.root, f"episode {self.id}: {path} not stored: "
                                             f"{rec._lost_reason or f'the writer took no data for {timeout_s:g} s'}")
@@ -364,12 +377,10 @@ class Episode:
         blk, st.block = st.block, None
         if blk is None or blk.n == 0:
             return
-        n = blk.n
         rec = self.recorder
-        head = ("rows", self.id, st.kind, st.embodiment, st.component, st.name, st.attrs)
-        parts = (blk.ts[:n], *(blk.values[a][:n] for a in st.attrs))
-        if not rec._put(head, parts, 2 * rec.max_pending_bytes, (n, st.width)):
-            self._drop(st.name, n)
+        head = ("rows", self.id, st.kind, st.embodiment, st.component, st.name, st.attrs, blk.n, st.width)
+        if not rec._put(head, blk.filled(st.attrs), 2 * rec.max_pending_bytes):
+            self._drop(st.name, blk.n)
 
     def _refused(self) -> bool:
         """False (sample not stored); the first refusal after the writer process died warns."""
@@ -389,22 +400,24 @@ class Episode:
                           stacklevel=4)
 
     def _tick(self, ts: int) -> None:
-        """Advance the episode's clock to ``ts``; discard if a camera has been silent too long."""
+        """A stamp past ``_deadline``: the first one starts the episode's clock; then, if a camera has
+        been silent too long (its newest frame, or the start if it sent none, more than ``stale_after_s``
+        before ``ts``) the episode is discarded, else the deadline moves to the earliest stamp at which
+        one could be. A sample stamped up to the deadline cannot make a camera stale: its clock only
+        moves forward."""
         if self._start is None:
             self._start = ts
-            for c in self._cams:
-                self._cams[c] = max(self._cams[c], ts)
-            self._deadline = ts + (self._stale_ns or (1 << 62))
-        self._now = ts
-        if self._stale_ns is None or ts <= self._deadline:
+        if self._stale_ns is None or not self._cameras:
+            self._deadline = 1 << 63
             return
-        cam, last = min(self._cams.items(), key=lambda kv: kv[1]) if self._cams else (None, ts)
-        if cam is not None and ts - last > self._stale_ns:
-            since = "since the episode began" if self._cam_last[cam] < self._start else f"since its frame at {last} ns"
+        start = self._start
+        cam, last = min(((name, max(c.last, start)) for name, c in self._cameras.items()), key=lambda kv: kv[1])
+        if ts - last > self._stale_ns:
+            since = "since the episode began" if self._cameras[cam].last < start else f"since its frame at {last} ns"
             self._discard_async(f"camera {cam!r} sent no frame for {(ts - last) / 1e9:.3f} s "
                                 f"({since}; limit {self.recorder.stale_after_s:g} s)")
             return
-        self._deadline = (min(self._cams.values()) if self._cams else ts) + self._stale_ns
+        self._deadline = last + self._stale_ns
 
     def _discard_async(self, reason: str) -> None:
         if self.reason is None:
@@ -423,9 +436,6 @@ class Episode:
         cut the wait short). Called by :meth:`save`; calling it again does nothing."""
         if self._stopped:
             return
-        if self.reason is None and self._stale_ns is not None and self._start is not None:
-            self._deadline = -(1 << 63)
-            self._tick(self._now)  # a camera silent at the end counts too
         self._stopped = True
         if self.reason is None:
             for st in self._streams.values():
@@ -483,7 +493,7 @@ class Episode:
                 return
             saved_entry, rows, frames = done
             self.saved = True
-            stored = {c: frames.get(c, 0) for c in self._cam_frames}
+            stored = {c: frames.get(c, 0) for c in self._cameras}
             out.set_result(EpisodeResult(self.id, saved_entry, rows, stored, dict(self.dropped),
                                          seconds=time.perf_counter() - t0))
 
@@ -551,12 +561,12 @@ class Recorder:
         self.encoder_threads = max(1, int(encoder_threads))
         self.jpeg_quality = int(jpeg_quality)
         self.pipe_bytes = int(pipe_bytes)
-        self.peak_pending_bytes = 0
+        self._peak = 0  # peak_pending_bytes of the writers stopped
         self.dropped_total = 0
         self.removed: list[Path] = []  # leftovers of a killed recorder removed on open
         self._lost_reason: str | None = None  # set when the writer process died
-        self._send_lock = threading.Lock()  # ring allocation + message order (control and camera threads)
-        self._floor = 0  # ring position below which nothing is pending (see _alloc)
+        self._send_lock = threading.Lock()  # message order (taken before a turn of the ring: Producer)
+        self._producer = None  # the ring's control side (record_writer.Producer) while a writer runs
         self._episode: Episode | None = None
         self._saving: dict[str, Episode] = {}  # episodes stopped and not listed yet (waiting, or committing)
         self._closed = False
@@ -575,8 +585,14 @@ class Recorder:
     @property
     def pending_bytes(self) -> int:
         """Bytes copied into the ring that the writer process has not finished with."""
-        ring = self._ring
-        return 0 if ring is None or ring.words is None else self._head - max(ring.tail, self._floor)
+        p = self._producer
+        return 0 if p is None else p.pending()
+
+    @property
+    def peak_pending_bytes(self) -> int:
+        """The most bytes that were pending (copied, the writer not finished with them) at once."""
+        p = self._producer
+        return self._peak if p is None else p.peak
 
     @property
     def writer_pid(self) -> int | None:
@@ -710,7 +726,7 @@ class Recorder:
             args = (str(self.root), self.camera_format, capacity, slots, self.stale_after_s, self.encoder_threads,
                     self.jpeg_quality)
             proc = _Writer(zyg, zyg.fork_writer(args, [self._lock.fd, ring_fd, msg_r, rep_w]))
-            self._ring = rw.Ring(ring_fd, capacity, slots)
+            ring = rw.Ring(ring_fd, capacity, slots)
         except BaseException:
             os.close(msg_w)
             os.close(msg_r)
@@ -722,7 +738,8 @@ class Recorder:
         # the read end stays open here too: a write to a dead writer's pipe then fills it (EAGAIN, a
         # counted drop) instead of raising SIGPIPE, whatever the caller's SIGPIPE disposition
         self._msg_keep = msg_r
-        self._proc, self._msg_fd, self._head, self._floor, self._published = proc, msg_w, 0, 0, 0
+        self._proc, self._msg_fd = proc, msg_w
+        self._producer = rw.Producer(ring, self._send_lock, msg_w, self.max_pending_bytes, peak=self._peak)
         self._replies = os.fdopen(rep_r, "rb")
         self._futures: dict[int, Future] = {}
         self._req = 0
@@ -780,6 +797,7 @@ class Recorder:
         code = proc.exitcode
         why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         self._lost_reason = f"the recorder's writer process died ({why})"
+        self._producer.open = False
         for ep in self._unlisted():
             if ep.reason is None:
                 ep.reason = f"{self._lost_reason}; the episode is discarded"
@@ -808,8 +826,7 @@ class Recorder:
             return
         try:
             if self._lost_reason is None:
-                with self._send_lock:
-                    self._write_all(_pack_request(("stop",), self._published))
+                self._send(("stop",))
         except RecordError:
             pass
         reader = getattr(self, "_reader", None)
@@ -821,103 +838,21 @@ class Recorder:
                 except ProcessLookupError:
                     pass
                 reader.join()
-        os.close(self._msg_fd)
-        os.close(self._msg_keep)
-        self._ring.close()
-        self._ring = None
+        with self._send_lock:
+            producer, self._producer = self._producer, None
+            producer.close()  # once a camera thread's frame is copied
+            self._peak = producer.peak
+            os.close(self._msg_fd)
+            os.close(self._msg_keep)
         self._proc = None
 
     # ------------------------------------------------------------------ plumbing
-    def _alloc(self, ring, size: int, limit: int) -> tuple[int, int] | None:
-        """Ring position for an item of ``size`` bytes (a multiple of 8) and the ``_floor`` once it is
-        sent, or None if that would exceed ``limit`` pending bytes. Under ``_send_lock``; :meth:`_sent`
-        advances ``_head`` and ``_floor``.
-
-        An item never wraps: one that does not fit before the end starts the next lap. And when the
-        writer has released everything (tail == head) the next item starts the next lap too: the
-        items then reuse the ring's first bytes, which are still in the CPU's caches and TLB (the
-        writer read them a moment ago), instead of walking through ``capacity`` bytes of cold memory
-        (a 116 KiB frame into cold memory: p50 10.6 / p99 61 us; into the ring's start: 7.4 / 32 us).
-        The bytes skipped then are free: ``_floor`` keeps them out of the pending count."""
-        cap, tail, floor = ring.capacity, ring.words[TAIL], self._floor
-        start = self._head
-        off = start % cap
-        if off and (off + size > cap or start == tail):
-            if start == tail:
-                floor = start + cap - off
-            start += cap - off
-        if start + size - max(tail, floor) > min(limit, cap):
-            return None
-        return start, floor
-
-    def _put(self, head: tuple, parts: tuple, limit: int, extra) -> bool:
-        """Copy ``parts`` (arrays) into the ring and send ``head + (pos, nbytes, extra)``; False
-        (nothing sent, nothing kept) if that would exceed ``limit`` pending bytes or the pipe is full."""
-        nbytes = sum(p.nbytes for p in parts)
-        size = (nbytes + 7) & ~7  # items start 8-byte aligned (the writer views int64 stamps in place)
+    def _put(self, head: tuple, data: np.ndarray, limit: int) -> bool:
+        """Copy ``data`` (uint8) into the ring and send ``head + (position, nbytes)``; False (nothing sent,
+        nothing kept) if that would exceed ``limit`` pending bytes or the pipe is full."""
         with self._send_lock:
-            ring = self._ring
-            if ring is None or self._lost_reason is not None:
-                return False
-            at = self._alloc(ring, size, limit)
-            if at is None:
-                return False
-            start = at[0]
-            off = start % ring.capacity
-            dst = ring.data[off:off + nbytes]
-            o = 0
-            for p in parts:
-                n = p.nbytes
-                dst[o:o + n].view(p.dtype).reshape(p.shape)[...] = p
-                o += n
-            msg = _pack_request((*head, start, nbytes, extra) if head[0] in ("frame", "file")
-                                else (*head, start, extra[0], nbytes, extra[1]), self._published)
-            return self._sent(msg, ring, start + size, at[1])
-
-    def _put_frame(self, key: int, ts: int, data) -> bool:
-        """:meth:`_put` of a frame's encoded bytes without a message: one copy into the ring (the
-        mmap's own slice assignment, a memcpy) and a descriptor in shared memory, published by the
-        count the writer polls; no pickle, no system call (a cold ``os.write`` after the loop's sleep
-        took ~17 us). False if the ring or the descriptors (``pipe_bytes`` of them) are full."""
-        n = data.nbytes if type(data) is memoryview else len(data)
-        size = (n + 7) & ~7
-        with self._send_lock:
-            ring = self._ring
-            if ring is None or self._lost_reason is not None:
-                return False
-            words, i = ring.words, self._published
-            if i - words[TAKEN] >= ring.slots:
-                return False
-            at = self._alloc(ring, size, self.max_pending_bytes)
-            if at is None:
-                return False
-            start = at[0]
-            off = ring.offset + start % ring.capacity
-            ring.mm[off:off + n] = data
-            d = _RING_HEADER // 8 + DESCRIPTOR_WORDS * (i % ring.slots)
-            words[d] = ts
-            words[d + 1] = start
-            words[d + 2] = n
-            words[d + 3] = key
-            words[PUBLISHED] = self._published = i + 1  # after the descriptor (stores stay in order: x86)
-            return self._advanced(ring, start + size, at[1])
-
-    def _sent(self, msg: bytes, ring, head: int, floor: int) -> bool:
-        """Write ``msg`` (the item just copied, up to ``head``; ``floor``: :meth:`_alloc`'s) to the
-        writer; False if the pipe is full (the item is not kept: ``_head`` stays). Under ``_send_lock``."""
-        try:
-            os.write(self._msg_fd, msg)  # all or nothing (at most PIPE_BUF bytes)
-        except (BlockingIOError, BrokenPipeError):
-            return False  # full; or died: the reply thread reports it
-        return self._advanced(ring, head, floor)
-
-    def _advanced(self, ring, head: int, floor: int) -> bool:
-        """An item is sent: ``_head`` and ``_floor`` move (:meth:`_alloc`), the peak is kept. True."""
-        self._head, self._floor = head, floor
-        pending = head - max(ring.words[TAIL], floor)
-        if pending > self.peak_pending_bytes:
-            self.peak_pending_bytes = pending
-        return True
+            p = self._producer
+            return p is not None and p.put(data, data.nbytes, min(limit, p.capacity), head)
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
@@ -931,9 +866,16 @@ class Recorder:
             if self._lost_reason is not None:
                 raise RecordError(self.root, self._lost_reason)
 
+    def _message(self, msg: tuple) -> bytes:
+        """``msg`` framed for the writer, with the count of frame descriptors published before it. Under
+        ``_send_lock``."""
+        if self._producer is None:
+            raise RecordError(self.root, "the recorder is closed")
+        return _pack_request(msg, self._producer.published)
+
     def _send(self, msg: tuple) -> None:
         with self._send_lock:
-            self._write_all(_pack_request(msg, self._published))
+            self._write_all(self._message(msg))
 
     def _request(self, msg: tuple):
         """Send ``msg + (request id,)`` and wait for the writer's answer."""
@@ -948,7 +890,7 @@ class Recorder:
             if self._lost_reason is not None:
                 self._futures.pop(self._req, None)
                 raise RecordError(self.root, self._lost_reason)
-            self._write_all(_pack_request((*msg, self._req), self._published))
+            self._write_all(self._message((*msg, self._req)))
         return fut
 
 

@@ -1,14 +1,15 @@
 """The live recorder's writer process (the disk side of :mod:`.record`).
 
 :class:`.record.Recorder` starts one such process per recorder. The control process only copies a
-sample into a shared-memory ring (:class:`Ring`) and writes a short message (a few dozen bytes: op,
-episode id, where in the ring) into a non-blocking pipe, or for a JPEG frame a descriptor into the
-shared memory (:data:`SHARED_DESCRIPTORS`); this process reads the messages and the descriptors in
-the order they were sent (each message carries the count of descriptors published before it),
-encodes array frames (a thread pool), writes parquet row groups and frame files, applies the
-identical-frames rule, commits or discards episodes with the protocol of :mod:`.writer`, and
-advances the ring's tail past every item it has finished with. Replies (a commit's result, an
-episode it discarded by itself) go back on a second pipe, read by a thread of the control process.
+sample into a shared-memory ring (:class:`Ring`, filled through a :class:`Producer`): a frame (JPEG
+bytes or an RGB array) with a descriptor in the shared memory, a block of state rows or an episode
+file with a short message (a few dozen bytes: op, episode id, where in the ring) written into a
+non-blocking pipe. This process reads the messages and the descriptors in the order they were sent
+(each message carries the count of descriptors published before it), encodes array frames (a thread
+pool), writes parquet row groups and frame files, applies the identical-frames rule, commits or
+discards episodes with the protocol of :mod:`.writer`, and advances the ring's tail past every item
+it has finished with. Replies (a commit's result, an episode it discarded by itself) go back on a
+second pipe, read by a thread of the control process.
 
 It holds a duplicate of the recorder's lock (same open file description), so the dataset stays
 locked while it runs even if the control process died; a control process that dies (end of file on
@@ -38,6 +39,7 @@ import time
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from threading import get_ident
 
 import numpy as np
 
@@ -54,11 +56,14 @@ DISCARDED_KEY = "discarded_episodes"
 #: monotonic), frames published by the control process, frames taken by the writer (both counts).
 HEADER = 64
 TAIL, PUBLISHED, TAKEN = 0, 1, 2
-#: A frame's descriptor after the header: int64 stamp, ring position, bytes, key (episode << 16 | camera).
-DESCRIPTOR_WORDS = 4
-#: Whether JPEG frames are announced by descriptors in shared memory (no message, no system call in
-#: ``add_frame``): the writer reads a descriptor once it sees the published count, which needs the
-#: stores in program order that x86's memory model guarantees; elsewhere a frame is a pipe message.
+#: A frame's descriptor after the header, int64 words: stamp, ring position, bytes, key (episode << 16 |
+#: camera) and shape (height << 32 | width of an RGB array the writer encodes; 0 for encoded bytes).
+DESCRIPTOR_WORDS = 5
+#: How frame descriptors are published. On x86 by storing their count in the shared memory (no system
+#: call in ``add_frame``): the writer polls it and reads a descriptor once the count covers it, which
+#: needs the stores (frame bytes, descriptor, count) to become visible in program order, as x86's
+#: memory model guarantees. Elsewhere (ARM's stores may be seen out of order, and Python has no memory
+#: barrier) the count goes in a pipe message, whose write and read order them.
 SHARED_DESCRIPTORS = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 #: Largest message (length prefix included): a pipe write of at most PIPE_BUF bytes is atomic.
 MAX_MESSAGE = 4096
@@ -71,9 +76,9 @@ class Ring:
     """Bytes waiting for the writer: ``capacity`` bytes of shared memory after a :data:`HEADER` and
     ``slots`` frame descriptors.
 
-    Positions are monotonic byte counts (``pos % capacity`` is the offset). The producer (control
-    process, under its own lock) owns ``head``; the writer stores ``tail`` (everything before it is
-    free) in the header after each item, in order. An item never wraps: one that does not fit before
+    Positions are monotonic byte counts (``pos % capacity`` is the offset). The control process's
+    :class:`Producer` owns ``head``; the writer stores ``tail`` (everything before it is free) in the
+    header after each item, in order. An item never wraps: one that does not fit before
     the end starts at the next lap (the skipped bytes count as pending until the tail passes them).
     ``words`` (the header and the descriptors as int64) is a memoryview: reading or storing one of
     its items is a few C instructions where numpy's indexing is a long path (cold after the control
@@ -107,6 +112,157 @@ class Ring:
             self.mm.close()
         except BufferError:  # a view still exported (a frame being encoded): freed with the process
             pass
+
+
+class Producer:
+    """The control process's side of a :class:`Ring`: it puts every item (frames from the control
+    thread or camera threads, rows from the control thread, episode files) with :meth:`put`, and
+    knows where the next one goes (``head``), the frame descriptors published and what is pending.
+
+    One thread at a time puts: a thread appends its id to ``turns`` and waits until it is the first
+    (a list's append and indexing are atomic, and a few C instructions, where ``threading.Lock`` spends
+    ~5 us more on a cold CPU; an exception at any instruction leaves no stale id). Messages to the
+    writer are ordered by the recorder's ``send_lock``, taken before a turn, never while holding one.
+
+    The first ``put`` after the control loop's sleep runs with its code and data out of the CPU's
+    caches, where every Python call, object or C function it touches costs microseconds: hence slots,
+    one method with everything inline, and a frame published by stores into the shared memory, with
+    no message and no system call (:data:`SHARED_DESCRIPTORS`)."""
+
+    __slots__ = ("ring", "mm", "words", "capacity", "data", "slots", "desc_end", "send_lock", "msg_fd", "shared",
+                 "turns", "head", "floor", "published", "desc", "frame_limit", "peak", "open")
+
+    def __init__(self, ring: Ring, send_lock: threading.Lock, msg_fd: int, max_pending_bytes: int, peak: int = 0):
+        self.ring, self.mm, self.words = ring, ring.mm, ring.words
+        self.capacity, self.data, self.slots = ring.capacity, ring.offset, ring.slots
+        self.desc_end = HEADER // 8 + DESCRIPTOR_WORDS * ring.slots
+        self.send_lock, self.msg_fd, self.shared = send_lock, msg_fd, SHARED_DESCRIPTORS
+        self.turns: list[int] = []  # ids of the threads putting an item: the first one's turn
+        self.head = self.floor = self.published = 0
+        self.desc = HEADER // 8  # the next descriptor's first word
+        self.frame_limit = min(max_pending_bytes, ring.capacity)
+        self.peak = peak  # most bytes pending after an item was put (kept across writers)
+        self.open = True  # False once the writer is stopped or died: nothing is put then
+
+    def put(self, data, nbytes: int, limit: int, head: tuple | None, ts: int = 0, key: int = 0,
+            shape: int = 0) -> bool:
+        """Copy ``nbytes`` of ``data`` (a contiguous buffer; with ``shape``, height << 32 | width, an RGB
+        array, any strides) into the ring, and announce it: with ``head`` None a frame (stamp ``ts``,
+        ``key``: episode id << 16 | camera) by a descriptor in the shared memory, else by the message
+        ``head + (position, nbytes)`` (the caller holds ``send_lock``). False, nothing kept, if that would
+        make more than ``limit`` bytes pending (at most ``capacity``), the frame descriptors or the pipe
+        are full, or the writer is gone.
+
+        An item never wraps: one that does not fit before the end starts the next lap. And when the
+        writer has released everything (tail == head) the next item starts the next lap too: the
+        items then reuse the ring's first bytes, which are still in the CPU's caches and TLB (the
+        writer read them a moment ago), instead of walking through ``capacity`` bytes of cold memory
+        (a 116 KiB frame into cold memory: p50 10.6 / p99 61 us; into the ring's start: 7.4 / 32 us).
+        The bytes skipped then are free: ``floor`` keeps them out of the pending count."""
+        me = get_ident()
+        turns = self.turns
+        stored = False
+        try:
+            turns.append(me)
+            if turns[0] != me:
+                self._wait(me)
+            words = self.words
+            if self.open and (head is not None or self.published - words[TAKEN] < self.slots):
+                size = (nbytes + 7) & ~7  # items start 8-byte aligned (the writer views int64 stamps in place)
+                cap, tail, floor = self.capacity, words[TAIL], self.floor
+                start = self.head
+                off = start % cap
+                if off and (off + size > cap or start == tail):
+                    if start == tail:
+                        floor = start + cap - off
+                    start += cap - off
+                    off = 0
+                base = tail if tail > floor else floor
+                if start + size - base <= limit:
+                    if shape:
+                        self.ring.data[off:off + nbytes].reshape(data.shape)[...] = data
+                    else:
+                        off += self.data
+                        self.mm[off:off + nbytes] = data  # the mmap's own slice assignment: a memcpy
+                    # the head moves before the item is announced: an exception in between (an async one
+                    # after any call) then loses its bytes, never lets the next item overwrite them
+                    end = start + size
+                    if head is None:
+                        self.head, self.floor = end, floor
+                        d = self.desc
+                        words[d] = ts
+                        words[d + 1] = start
+                        words[d + 2] = nbytes
+                        words[d + 3] = key
+                        words[d + 4] = shape
+                        self.desc = d + DESCRIPTOR_WORDS if d + DESCRIPTOR_WORDS < self.desc_end else HEADER // 8
+                        self.published += 1
+                        if self.shared:
+                            words[PUBLISHED] = self.published  # after the descriptor (stores stay in order: x86)
+                        stored = True
+                        if not self.shared:
+                            self._announce()
+                    else:
+                        prev = self.head, self.floor
+                        self.head, self.floor = end, floor
+                        try:  # all or nothing (at most PIPE_BUF bytes)
+                            os.write(self.msg_fd, pack_request((*head, start, nbytes), self.published))
+                            stored = True
+                        except (BlockingIOError, BrokenPipeError):  # full; or died: the reply thread reports it
+                            self.head, self.floor = prev  # not sent, not kept
+                    if stored and end - base > self.peak:
+                        self.peak = end - base
+            elif self.open and not self.shared:
+                self._announce()  # descriptors full: the writer may not know yet of the frames in them
+        except BaseException:
+            if me in turns:
+                turns.remove(me)
+            raise
+        del turns[0]  # (no call between the try and this: nothing can interrupt it)
+        return stored
+
+    def _wait(self, me: int) -> None:
+        """Until it is the turn of thread ``me`` (another one is copying an item: microseconds)."""
+        while self.turns[0] != me:
+            time.sleep(20e-6)
+
+    def __enter__(self) -> "Producer":
+        """The turn, for the control process's other uses of the ring (not :meth:`put`'s hot path)."""
+        me = get_ident()
+        try:
+            self.turns.append(me)
+            self._wait(me)
+        except BaseException:
+            if me in self.turns:
+                self.turns.remove(me)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        del self.turns[0]
+
+    def _announce(self) -> None:
+        """Tell the writer how many descriptors are published, by a message (where the count is not
+        shared: :data:`SHARED_DESCRIPTORS`). If another thread holds ``send_lock`` (never wait for it
+        during a turn: it is taken before one), or the pipe is full, a later message says it."""
+        if self.send_lock.acquire(False):
+            try:
+                os.write(self.msg_fd, pack_request(("published",), self.published))
+            except (BlockingIOError, BrokenPipeError):
+                pass
+            finally:
+                self.send_lock.release()
+
+    def pending(self) -> int:
+        """Bytes put that the writer has not released (those skipped to start a lap excluded)."""
+        with self:
+            return 0 if self.ring.words is None else self.head - max(self.words[TAIL], self.floor)
+
+    def close(self) -> None:
+        """Nothing is put from now on; the ring is unmapped once the item being copied (if any) is."""
+        with self:
+            self.open = False
+            self.ring.close()
 
 
 def ring_size(capacity: int, slots: int) -> int:
@@ -423,37 +579,38 @@ class _Writer:
                 pause = min(2 * pause, PollingReader.POLL_MAX_S)
 
     def take(self, msg: tuple, writer: threading.Thread) -> None:
-        """Queue a request for the disk thread (an array frame: its encoding started in the pool)."""
+        """Queue a request for the disk thread."""
         op = msg[0]
+        if op == "published":  # only its count of frame descriptors (Producer._announce)
+            return
         if op == "open":
             self.cameras[int(msg[1])] = msg[3]
-        if op == "frame" and msg[6] is not None:  # an RGB array: encoded in the pool, written in order
-            _, _, camera, ts, pos, nbytes, shape = msg
-            rgb = self.ring.view(pos, nbytes).reshape(shape)
-            fut = self.encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
-            self.work.put((*msg[:6], fut))
-        else:
-            self.work.put(msg)
+        self.work.put(msg)
         if op == "stop":
             writer.join()
             self.encoder.shutdown()
             os._exit(0)
 
     def take_frames(self, upto: int) -> bool:
-        """Queue the frames of the descriptors published before count ``upto``; whether there were any."""
+        """Queue the frames of the descriptors published before count ``upto`` (an RGB array's encoding
+        starts in the pool: written in order); whether there were any."""
         words, slots = self.ring.words, self.ring.slots
         i = self.taken
         if i >= upto:
             return False
         while i < upto:
             at = HEADER // 8 + DESCRIPTOR_WORDS * (i % slots)
-            ts, pos, nbytes, key = words[at], words[at + 1], words[at + 2], words[at + 3]
+            ts, pos, nbytes, key, shape = words[at:at + DESCRIPTOR_WORDS].tolist()
             i += 1
             words[TAKEN] = i  # its slot is free again
             episode = key >> 16
             cameras = self.cameras.get(episode, ())
             camera = cameras[key & 0xFFFF] if (key & 0xFFFF) < len(cameras) else None
-            self.work.put(("frame", str(episode), camera, ts, pos, nbytes, None))
+            payload = None
+            if shape:
+                rgb = self.ring.view(pos, nbytes).reshape(shape >> 32, shape & 0xFFFFFFFF, 3)
+                payload = self.encoder.submit(_encode_jpeg, rgb, self.jpeg_quality)
+            self.work.put(("frame", str(episode), camera, ts, payload, pos, nbytes))
         self.taken = i
         return True
 
@@ -512,11 +669,11 @@ class _Writer:
                 elif ep is not None:
                     self.reply(("discarded", ep.id, ep.reason, self.mirror()))
             finally:
-                if op in ("rows", "frame", "file"):
-                    self.release(item[7] if op == "rows" else item[-3], item[9] if op == "rows" else item[-2])
+                if op in ("rows", "frame", "file"):  # (..., ring position, bytes)
+                    self.release(item[-2], item[-1])
 
     def rows(self, ep: _WEpisode | None, item: tuple) -> None:
-        _, _, kind, embodiment, component, name, attrs, pos, n, nbytes, width = item
+        _, _, kind, embodiment, component, name, attrs, n, width, pos, nbytes = item
         if ep is None or ep.gone:
             return
         buf = self.ring.view(pos, nbytes)
@@ -540,7 +697,7 @@ class _Writer:
             span[1] = int(ts[-1])
 
     def frame(self, ep: _WEpisode | None, item: tuple) -> None:
-        _, _, camera, ts, pos, nbytes, payload = item
+        _, _, camera, ts, payload, pos, nbytes = item
         if isinstance(payload, Future):
             payload = payload.result()
         else:
@@ -577,7 +734,7 @@ class _Writer:
         ep.rates["cameras/" + camera].add(np.array([ts], dtype=np.int64))
 
     def file(self, ep: _WEpisode | None, item: tuple) -> None:
-        _, _, relpath, pos, nbytes, _ = item
+        _, _, relpath, pos, nbytes = item
         if ep is None or ep.gone:
             return
         folder, name = relpath.split("/")  # checked by Episode.add_file

@@ -245,9 +245,13 @@ def test_full_queue_drops_frames_counted_and_reported(tmp_path):
     assert entry["dropped"] == ep.dropped
 
 
-def test_a_full_message_pipe_drops_frames_counted_never_blocks(tmp_path):
+@pytest.mark.parametrize("shared", [True, False], ids=["count-shared", "count-in-messages"])
+def test_a_full_message_pipe_drops_frames_counted_never_blocks(tmp_path, monkeypatch, shared):
     # small frames: the byte bound is far, the queue of messages (the other bound: frame descriptors in
-    # shared memory, pipe_bytes of them, or the pipe itself) fills first
+    # shared memory, pipe_bytes of them, and the pipe itself) fills first
+    from openarm_sim_dataset import record_writer
+
+    monkeypatch.setattr(record_writer, "SHARED_DESCRIPTORS", shared)
     out = tmp_path / "ds"
     n = 3_000
     with Recorder(out, metadata(cameras=("head",)), stale_after_s=None, pipe_bytes=65536) as rec:
@@ -291,6 +295,67 @@ def test_a_killed_writer_process_discards_the_episode_and_the_caller_goes_on(tmp
     assert meta["discarded_episodes"][0]["id"] == "1" and "killed by signal 9" in meta["discarded_episodes"][0]["reason"]
     assert sorted(p.name for p in (out / "episodes").iterdir()) == ["0", "2"]
     assert validate(Dataset(out)).valid
+
+
+def test_camera_threads_and_the_control_loop_share_the_ring(tmp_path):
+    # one thread per camera (JPEG bytes and a memoryview of them, strided arrays) while the control thread
+    # hands over blocks of rows: every frame is stored, byte for byte
+    cams = ("head", "wrist_right", "wrist_left")
+    out = tmp_path / "ds"
+    n = 120
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns within add_frame's copy too
+    try:
+        _record_from_threads(out, cams, n)
+    finally:
+        sys.setswitchinterval(switch)
+    loaded = Dataset(out).load_cameras(0)
+    for k in (0, 1, n // 2, n - 1):
+        assert loaded["head"].read_bytes(k) == jpeg(k)
+        assert loaded["wrist_right"].read_bytes(k) == jpeg(k)
+        assert np.abs(np.asarray(Image.open(io.BytesIO(loaded["wrist_left"].read_bytes(k))), np.int16) - k).max() <= 2
+    assert validate(Dataset(out)).valid
+
+
+def _record_from_threads(out, cams, n):
+    with Recorder(out, metadata(cameras=cams), rows_per_group=8, stale_after_s=None) as rec:
+        ep = rec.start_episode()
+        go = threading.Barrier(len(cams) + 1)
+        errors = []
+
+        def camera(c: str) -> None:
+            go.wait()
+            try:
+                for k in range(n):
+                    t = T0 + k * 10 * STATE_NS + 1000
+                    if c == "wrist_left":
+                        ep.add_frame(c, t, np.full((48, 64, 3), k, np.uint8)[:, :, ::-1])  # strided (BGR -> RGB)
+                    else:
+                        ep.add_frame(c, t, memoryview(jpeg(k)) if c == "head" else jpeg(k))
+            except BaseException as e:  # noqa: BLE001 - reported by the test's thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=camera, args=(c,)) for c in cams]
+        for t in threads:
+            t.start()
+        go.wait()
+        record(ep, T0, 10 * n, cameras=())
+        for t in threads:
+            t.join()
+        res = ep.save()
+    assert not errors
+    assert res.frames == {c: n for c in cams} and res.dropped == {} and res.rows["obs/arms/left"] == 10 * n
+
+
+def test_a_frame_whose_buffer_cannot_be_copied_raises_and_the_recorder_goes_on(tmp_path):
+    out = tmp_path / "ds"
+    with Recorder(out, metadata(cameras=("head",))) as rec:
+        ep = rec.start_episode()
+        with pytest.raises(BufferError):  # strided: not one contiguous buffer
+            ep.add_frame("head", T0, memoryview(jpeg(0))[::2])
+        record(ep, T0 + STATE_NS, 100, cameras=("head",))  # the ring is free again: no wait, no drop
+        res = ep.save()
+    assert res.frames == {"head": 10} and res.dropped == {}
 
 
 def test_bad_calls_are_clear_errors(tmp_path):
@@ -531,16 +596,18 @@ def test_a_stopped_episode_takes_its_files_while_the_next_one_records(tmp_path):
     assert report.valid and report.counts["failed"] == 0, [r for r in report if r.failed]
 
 
-def test_frames_as_pipe_messages_where_descriptors_are_not_used(tmp_path, monkeypatch):
-    # off x86 a JPEG frame is a pipe message (the descriptors' ordering needs x86's stores in order)
-    from openarm_sim_dataset import record as record_module
+def test_frames_announced_by_pipe_messages_where_the_count_is_not_shared(tmp_path, monkeypatch):
+    # off x86 the count of frame descriptors goes in pipe messages (x86 keeps stores in order, so there
+    # the writer polls the count in the shared memory)
+    from openarm_sim_dataset import record_writer
 
-    monkeypatch.setattr(record_module, "SHARED_DESCRIPTORS", False)
+    monkeypatch.setattr(record_writer, "SHARED_DESCRIPTORS", False)
     out = tmp_path / "ds"
     with Recorder(out, metadata()) as rec:
         record(ep := rec.start_episode(), T0, 200)
+        assert rec._producer.published == 40 and rec._producer.words[record_writer.PUBLISHED] == 0
         res = ep.save()
-    assert res.frames == {"head": 20, "wrist_right": 20} and rec._published == 0
+    assert res.frames == {"head": 20, "wrist_right": 20}
     assert validate(Dataset(out)).valid
 
 
@@ -548,17 +615,19 @@ def test_the_ring_reuses_its_start_once_the_writer_caught_up_and_counts_nothing_
     # frames go to the ring's first bytes (in the CPU's caches) whenever the writer has released all
     import time
 
+    from openarm_sim_dataset import record_writer
+
     with Recorder(tmp_path / "ds", metadata(cameras=("head",)), stale_after_s=None) as rec:
         ep = rec.start_episode()
-        ring = rec._ring
+        ring = rec._producer
         frame = jpeg(1)
         starts = []
         for k in range(5):
-            while rec._head != ring.tail:  # the writer has finished with the previous frame
+            while ring.head != ring.words[record_writer.TAIL]:  # the writer has finished with the previous frame
                 time.sleep(0.005)
             assert rec.pending_bytes == 0
             assert ep.add_frame("head", T0 + k * 40_000_000, frame)
-            starts.append(rec._head - ((len(frame) + 7) & ~7))
+            starts.append(ring.head - ((len(frame) + 7) & ~7))
             assert rec.pending_bytes == (len(frame) + 7) & ~7  # the bytes skipped to the next lap are free
         assert {s % ring.capacity for s in starts} == {0}
         ep.add_obs("arms/right", T0, qpos=qpos("right", 0))

@@ -13,7 +13,9 @@
    must do at least, the caller may reuse its buffer), timed in the same loop, on the same payload,
    the two in alternating order (the first one after the loop's sleep finds the payload out of
    cache): the ratio of ``add_frame``'s p99 to the copy's is the recorder's overhead, a figure that
-   depends far less on the machine and its load than the microseconds do.
+   depends far less on the machine and its load than the microseconds do. Both p50s are printed
+   for a burst's first camera (the first calls after the loop's sleep: their code and data out of
+   the CPU's caches, where the p99 comes from) and for the other cameras.
 2. **memory** (faster than real time): a ``--minutes`` long episode (default 30) at the same rates,
    fed as fast as the writer takes it (the feeder waits when half of ``max_pending_bytes`` is
    queued, so nothing is dropped), frames in tar archives and small (the payload size changes only
@@ -282,6 +284,11 @@ def run_variant(variant: str, seconds: float, frames_kind: str, scratch: Path) -
         v = np.asarray(lat[k], dtype=np.float64) / 1e3
         out[f"{k}_p50_us"] = float(np.percentile(v, 50)) if len(v) else None
         out[f"{k}_p99_us"] = float(np.percentile(v, 99)) if len(v) else None
+        if k != "state" and len(v):  # a burst's first camera (the first calls after the loop's sleep) and the others
+            first = np.zeros(len(v), bool)
+            first[::len(CAMERAS)] = True
+            out[f"{k}_first_p50_us"] = float(np.median(v[first]))
+            out[f"{k}_rest_p50_us"] = float(np.median(v[~first])) if (~first).any() else None
     return out
 
 
@@ -410,6 +417,12 @@ def latency(args) -> None:
         for v in variants:
             if v != "none":
                 print(f"  late ticks {v} / none: {(med(v, 'gaps') + 1) / (base + 1):.2f}x  ((n+1)/(n0+1), medians)")
+    for v in ("recorder", "before"):
+        if v in runs:
+            print(f"  {v}: p50 of a burst's first camera (right after the loop's sleep, code and data out of the "
+                  f"CPU's caches) add_frame {med(v, 'frame_first_p50_us'):.1f} us, bare copy "
+                  f"{med(v, 'copy_first_p50_us'):.1f} us; of the other cameras {med(v, 'frame_rest_p50_us'):.1f} / "
+                  f"{med(v, 'copy_rest_p50_us'):.1f} us")
     for v in ("recorder", "before"):
         for d in runs.get(v, [])[-1:]:
             print(f"  {v} dataset-validate (last round): {d['validate']}")
