@@ -29,6 +29,7 @@ FAULTS = {
     "qvel_sign_flipped": "qvel_consistency",  # obs qvel with the opposite sign
     "obs_columns_swapped": "action_follows_obs",  # joints 2 and 4 swapped in the obs stream (qpos, qvel, qtorque)
     "arms_swapped_in_obs": "action_follows_obs",  # the obs files of the two arms exchanged
+    "idle_arm_moves_on_its_own": "action_follows_obs",  # the held left arm's obs joint 1 away 0.2 rad for 2 s
     "action_in_degrees": "action_follows_obs",  # the action qpos of both arms written in degrees
     "episode_duplicated": "duplicate_episodes",  # episode 0 copied under the new id 2
     "jpeg_reencoded_quality": "jpeg_encoding",  # episode 1's head camera re-encoded at quality 60 (frames 10..)
@@ -131,6 +132,22 @@ def edit_columns(path: Path, edit: dict) -> None:
     pq.write_table(t, path)
 
 
+def bump(path: Path, rad: float, seconds: float, joint: int = 0):
+    """An edit adding a smooth excursion of ``rad`` to ``joint`` for ``seconds`` in the middle of the
+    stream at ``path`` (a knock when short, an arm moving on its own when long)."""
+    t = pq.read_table(path, columns=["timestamp"]).column(0).cast("int64").to_numpy()
+    s = (t - t[0]) / 1e9
+    mid = s[-1] / 2
+    w = np.clip((s - (mid - seconds / 2)) / seconds, 0, 1)
+    shape = rad * np.sin(np.pi * w) ** 0.25  # near its peak for most of the excursion
+
+    def fn(v: np.ndarray) -> np.ndarray:
+        v = v.copy()
+        v[:, joint] += shape
+        return v
+    return fn
+
+
 def _swap(i: int, j: int):
     def fn(v: np.ndarray) -> np.ndarray:
         v = v.copy()
@@ -171,6 +188,8 @@ def plant(src: Path, dst: Path, fault: str) -> str:
         left.rename(tmp)
         obs_right.rename(left)
         tmp.rename(obs_right)
+    elif fault == "idle_arm_moves_on_its_own":
+        edit_columns(eps / "0/obs/arms/left/state.parquet", {"qpos": bump(eps / "0/obs/arms/left/state.parquet", 0.2, 2.0)})
     elif fault == "action_in_degrees":
         for side in ("right", "left"):
             edit_columns(eps / f"0/action/arms/{side}/state.parquet", {"qpos": np.degrees})

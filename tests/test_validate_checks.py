@@ -165,3 +165,59 @@ def test_a_320x240_render_passes_sim_reprojection_and_a_planted_fault_still_fail
     edit_npz(out, "episodes/0/sim/sidecar.npz", lambda s: s["cam_pos_head"].__iadd__(np.r_[0.03, 0, 0]))
     row = {r.check: r for r in Dataset(out).validate(checks=["sim_reprojection"])}["sim_reprojection"]
     assert row.failed and row.episodes == ["0"], row.detail
+
+
+@pytest.fixture(scope="module")
+def unrecorded_attempt(tmp_path_factory) -> Path:
+    """Episode 157 of ``dataset-generate --seed 3 --cameras none``: outcome ik_failed, no plan from the
+    drawn start, listed with ``steps: 0`` and one row per stream."""
+    from conftest import run_cli
+
+    out = tmp_path_factory.mktemp("ik_failed") / "ds"
+    run_cli("generate", "--out", str(out), "--episode-range", "157:158", "--seed", "3", "--cameras", "none", "--quiet")
+    return out
+
+
+def _set_entry(root: Path, **kv) -> None:
+    path = root / "metadata.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["episodes"][0].update(kv)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def test_an_attempt_listed_with_nothing_recorded_is_valid(unrecorded_attempt):
+    entry = Dataset(unrecorded_attempt).episodes[0]
+    assert (entry["outcome"], entry["steps"], entry["success"]) == ("ik_failed", 0, False)
+    report = Dataset(unrecorded_attempt).validate()
+    assert report, [(r.check, r.detail) for r in report if r.failed]
+    row = {r.check: r for r in report}["episode_length"]
+    assert "1 attempt(s) listed with nothing recorded (steps: 0, one row): 157" in row.detail
+
+
+def test_an_entry_claiming_steps_over_a_single_row_fails_episode_length(unrecorded_attempt, tmp_path):
+    copy = tmp_path / "ds"
+    shutil.copytree(unrecorded_attempt, copy)
+    _set_entry(copy, steps=1)
+    row = {r.check: r for r in Dataset(copy).validate(checks=["episode_length"])}["episode_length"]
+    assert row.failed and row.episodes == ["157"], row.detail
+
+
+def test_steps_zero_does_not_excuse_a_short_recorded_episode(generated, tmp_path):
+    copy = tmp_path / "ds"
+    shutil.copytree(generated, copy)
+    truncate_streams(copy, 10)
+    _set_entry(copy, steps=0)
+    row = {r.check: r for r in Dataset(copy).validate(checks=["episode_length"])}["episode_length"]
+    assert row.failed and row.episodes == ["0"], row.detail
+
+
+def test_sim_episodes_names_unlisted_sidecars_and_leaves_temporary_folders_to_episode_folders(generated, tmp_path):
+    copy = tmp_path / "ds"
+    shutil.copytree(generated, copy)
+    shutil.copytree(copy / "episodes/1", copy / "episodes/.tmp-killed")  # a killed write's leftover
+    rows = {r.check: r for r in Dataset(copy).validate(checks=["sim_episodes", "episode_folders"])}
+    assert rows["sim_episodes"].passed, rows["sim_episodes"].detail
+    assert rows["episode_folders"].failed and "leftovers of uncommitted writes: .tmp-killed" in rows["episode_folders"].detail
+    shutil.copytree(copy / "episodes/1", copy / "episodes/7")  # a sidecar no entry lists
+    row = {r.check: r for r in Dataset(copy).validate(checks=["sim_episodes"])}["sim_episodes"]
+    assert row.failed and "1 sidecar(s) of unlisted episodes: 7" in row.detail, row.detail

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import layout, sidecar
+from ..atomic import TMP_PREFIX
 from ..gl import import_mujoco
 from .core import Context, EpisodeCheck, Outcome
 from .sim_model import ModelProblem, _cameras, _listed, _model_problems, _sidecar_and_model, _sim, model
@@ -22,14 +23,17 @@ def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
 def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     missing = [ep for ep, problem in parts.items() if problem is not None]
     root = ctx.ds.root / layout.EPISODES_DIR
-    orphans = sorted(p.parent.name for p in root.glob(f"*/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}")
-                     if p.parent.parent.name not in set(ctx.ds.episode_ids)) if root.is_dir() else []
+    # an uncommitted write's temporary folder (pathlib's * matches dot names) is episode_folders' finding
+    listed = set(ctx.ds.episode_ids)
+    orphans = sorted(p.parent.parent.name for p in root.glob(f"*/{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}")
+                     if p.parent.parent.name not in listed
+                     and not p.parent.parent.name.startswith(TMP_PREFIX)) if root.is_dir() else []
     n = len(ctx.episodes) - len(missing)
     detail = f"{n} sidecars for {len(ctx.episodes)} episodes"
     if missing:
         detail += f"; missing/unreadable: {parts[missing[0]]}"
     if orphans:
-        detail += f"; {len(orphans)} sidecar(s) of unlisted episodes"
+        detail += f"; {len(orphans)} sidecar(s) of unlisted episodes: {', '.join(orphans[:5])}"
     return Outcome(not missing and not orphans, detail, missing)
 
 

@@ -33,6 +33,7 @@ class Thresholds:
     follow_max_lag_seconds: float = 0.5  # s: lags searched between an obs joint and its command
     follow_motion: float = 0.05  # rad: joints whose obs or command range is at most this are not compared
     follow_scale_tolerance: float = 3.0  # range ratio obs/command must lie in [1/x, x]
+    follow_held_seconds: float = 1.0  # s: a joint under a held command away from its rest this long moves on its own
     follow_margin: float = 0.1  # another command column correlating this much better than its own: swapped
     frozen_view_fraction: float = 0.01  # simulated: pixels of a camera's view that changed (depth/labels) in a frozen run
     frozen_depth_m: float = 0.005  # m: depth change of a pixel that counts as a change of the view
