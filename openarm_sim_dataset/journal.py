@@ -78,9 +78,15 @@ def read_journal(root: Path) -> list[dict]:
     return out
 
 
-def merge_journal(doc: dict, root: Path) -> int:
-    """Append to ``doc['episodes']`` the journal's entries it does not list yet (by id); the count."""
-    entries = read_journal(root)
+def merge_journal(doc: dict, root: Path, entries: list[dict] | None = None) -> int:
+    """Append to ``doc['episodes']`` the journal's entries it does not list yet (by id); the count.
+
+    ``entries``: the journal as read *before* metadata.yaml (what readers pass). Read after it, a fold
+    and a commit in between give a listing with a gap (the old metadata.yaml, then a journal holding
+    only the newest entry: seen on a live 2,000-episode run). Read before, metadata.yaml is at least
+    as new as that journal, and the two together always list a prefix of the committed episodes."""
+    if entries is None:
+        entries = read_journal(root)
     if not entries:
         return 0
     episodes = doc.get("episodes")

@@ -487,8 +487,9 @@ class _Read:
 
 def _read_document(path: Path, root: Path) -> _Read:
     from . import metadata_index
-    from .journal import merge_journal
+    from .journal import merge_journal, read_journal
 
+    journal = read_journal(root)  # first: see merge_journal
     raw = read_metadata_bytes(path)
     digest = metadata_index.sha256(raw) if len(raw) >= metadata_index.INDEX_MIN_BYTES else None
     doc = metadata_index.lookup(root, digest) if digest else None
@@ -507,7 +508,7 @@ def _read_document(path: Path, root: Path) -> _Read:
             read.index = (digest, encoded) if encoded else None
     if read.layout not in layout.KNOWN_VERSIONS[1:]:
         raise MetadataError(path, f"unknown version {read.layout!r} (known: {', '.join(layout.KNOWN_VERSIONS[1:])})")
-    merge_journal(read.doc, root)
+    merge_journal(read.doc, root, journal)
     return read
 
 

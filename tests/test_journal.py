@@ -135,6 +135,43 @@ def test_metadata_write_folds_the_journal(generated, tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------- index
+def test_a_fold_and_a_commit_while_a_reader_opens_leave_no_gap(generated, tmp_path, monkeypatch):
+    """A reader opening while a writer folds then commits lists a prefix of the committed episodes: the
+    journal is read before metadata.yaml (read after, the old metadata.yaml plus the new journal gave
+    a gap: 1620 listed with folders 1619-1623 "unlisted", seen on a live run)."""
+    import shutil
+
+    from openarm_sim_dataset import metadata as metadata_mod
+
+    root = tmp_path / "ds"
+    shutil.copytree(generated, root)
+    shutil.copytree(root / "episodes/1", root / "episodes/2")
+    doc = yaml.safe_load((root / "metadata.yaml").read_text())
+    e0, e1 = doc["episodes"]
+    e2 = dict(e1, id="2")
+
+    def state(listed: list, journaled: list) -> None:
+        (root / "metadata.yaml").write_text(yaml.safe_dump(dict(doc, episodes=listed), sort_keys=False))
+        (root / layout.JOURNAL_FILE).write_text("".join(json.dumps(e) + "\n" for e in journaled))
+
+    state([e0], [e1])  # episode 1 committed into the journal, not yet folded
+    real = metadata_mod.read_metadata_bytes
+    calls = []
+
+    def read_then_writer_moves_on(path):
+        raw = real(path)
+        if not calls:  # the writer folds episode 1 into metadata.yaml, then commits episode 2 to a new journal
+            state([e0, e1], [e2])
+        calls.append(path)
+        return raw
+
+    monkeypatch.setattr(metadata_mod, "read_metadata_bytes", read_then_writer_moves_on)
+    assert Dataset(root).episode_ids == ["0", "1"]
+    assert calls
+    monkeypatch.setattr(metadata_mod, "read_metadata_bytes", real)
+    assert Dataset(root).episode_ids == ["0", "1", "2"]
+
+
 def big_dataset(generated: Path, out: Path, n: int) -> Metadata:
     """A metadata-only dataset of ``n`` entries (large enough for an index)."""
     meta = Dataset(generated).meta.copy()
