@@ -214,6 +214,21 @@ def recording_for(spec: str, cameras: Optional[Sequence[str]], size: Optional[tu
             float(camera_hz) if camera_hz is not None else float(need.control_hz))
 
 
+def check_prompts(spec: str, tasks: Sequence[str]) -> None:
+    """Refuse to evaluate a prompt-conditioned checkpoint on a task whose prompt it was not trained on
+    (one line naming the task, its prompt and the checkpoint's)."""
+    need = checkpoint_inputs(spec)
+    if need is None or not need.prompts:
+        return
+    from .sim.tasks import TASKS
+
+    for name in tasks:
+        prompt = TASKS[name].prompt
+        if prompt not in need.prompts:
+            raise EvaluateError(spec, f"task {name}'s prompt {prompt!r} is not one the checkpoint was trained on "
+                                      f"({'; '.join(map(repr, need.prompts))})")
+
+
 def check_recording(spec: str, cfg: GenerateConfig, source: str) -> None:
     """Refuse an evaluation config (e.g. an ``--initial-states`` dataset's) whose cameras, size or rate
     contradict what the checkpoint ``spec`` reads (one line naming both)."""
@@ -368,6 +383,7 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
     pol = load_policy(policy)  # a policy that cannot load fails before the output exists
     model_id = policy_identity(pol, policy)
     cfg, names = _output_config(base, jobs)
+    check_prompts(policy, sorted({j.task for j in jobs}))
     check_rendering()
     from .cluster import ConnectedOutput
 

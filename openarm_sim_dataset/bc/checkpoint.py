@@ -6,7 +6,8 @@ loads with ``torch.load(weights_only=True)`` (no pickled code runs):
 * ``config``: ``format`` / ``version``, the architecture and its sizes, and **the inputs**: ``inputs``
   (``state`` | ``cameras``), ``cameras`` (names, in the network's order), ``image_shape`` (C, H, W),
   ``camera_hz`` (the rate the training images were drawn at), ``hz`` (the control rate = the loader's
-  grid), plus the training data's identity (``dataset_sha256``: SHA-256 of its metadata.yaml);
+  grid), ``prompts`` (a prompt-conditioned policy's task prompts, in the order of its one-hot input;
+  None: it reads none), plus the training data's identity (``dataset_sha256``: SHA-256 of its metadata.yaml);
 * ``stats``: normalisation statistics (lists of floats);
 * ``state_dict``: the weights; ``curve``: the training curve; ``cost``: wall/CPU seconds, parameters.
 
@@ -42,13 +43,15 @@ class PolicyInputs:
 
     ``cameras``: camera names (empty: none, physics-only evaluation); ``size``: (width, height) px of
     every camera image; ``camera_hz``: the rate its training images were drawn at (Hz); ``control_hz``:
-    the rate it acts at (Hz); ``privileged``: it reads simulator state (object poses) from ``info``."""
+    the rate it acts at (Hz); ``privileged``: it reads simulator state (object poses) from ``info``;
+    ``prompts``: the task prompts a prompt-conditioned policy knows (empty: it reads no prompt)."""
 
     cameras: tuple[str, ...]
     size: Optional[tuple[int, int]]
     camera_hz: Optional[float]
     control_hz: float
     privileged: bool
+    prompts: tuple[str, ...] = ()
 
 
 def inputs_of(cfg: dict) -> PolicyInputs:
@@ -57,7 +60,8 @@ def inputs_of(cfg: dict) -> PolicyInputs:
     size = (int(shape[2]), int(shape[1])) if cams and shape else None
     chz = cfg.get("camera_hz")
     return PolicyInputs(cameras=cams, size=size, camera_hz=(float(chz) if cams and chz else None),
-                        control_hz=float(cfg["hz"]), privileged=cfg.get("inputs") == "state")
+                        control_hz=float(cfg["hz"]), privileged=cfg.get("inputs") == "state",
+                        prompts=tuple(str(x) for x in cfg.get("prompts") or ()))
 
 
 def to_bytes(obj: dict) -> bytes:

@@ -1,8 +1,9 @@
 """A trained checkpoint as a policy of the evaluator (:mod:`openarm_sim_dataset.evaluate`).
 
 The policy reads what the checkpoint says it was trained on (:attr:`BCPolicy.inputs`): both arms'
-joint positions (rad), the time since the episode's start (its own step count / control rate, s), and
-either the named camera images (``cameras`` variant: what a robot measures) or the cubes' poses from
+joint positions (rad), the time since the episode's start (its own step count / control rate, s), for a
+prompt-conditioned checkpoint the task's prompt (``observation["prompt"]``, one of those it was trained
+on), and either the named camera images (``cameras`` variant: what a robot measures) or the cubes' poses from
 ``info["object_pose"]`` (``state`` variant: **privileged**, simulator state a robot does not have).
 """
 
@@ -21,11 +22,31 @@ from .checkpoint import CheckpointError, PolicyInputs, inputs_of, load
 from .model import build_model
 
 
-def vector_input(cfg: dict, stats: dict, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray]) -> np.ndarray:
+def prompt_onehot(cfg: dict, prompts) -> np.ndarray:
+    """(N, len(cfg["prompts"])) one-hot of each row's task prompt. Raises ValueError naming a prompt
+    the checkpoint was not trained on (a conditioned policy cannot guess a task it never saw)."""
+    known = list(cfg["prompts"])
+    where = {p: i for i, p in enumerate(known)}
+    idx = np.array([where.get(str(p), -1) for p in prompts])
+    if (idx < 0).any():
+        bad = str(np.asarray(prompts)[idx < 0][0])
+        raise ValueError(f"prompt {bad!r} is not one the checkpoint was trained on ({'; '.join(map(repr, known))})")
+    out = np.zeros((len(idx), len(known)), np.float32)
+    out[np.arange(len(idx)), idx] = 1.0
+    return out
+
+
+def vector_input(cfg: dict, stats: dict, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray],
+                 prompts=None) -> np.ndarray:
     """The network's vector input (N, D) float32: normalised joint positions, time (s / t_max, clipped
-    at 1) and, privileged, the cubes' poses (positions normalised, quaternions as they are)."""
+    at 1), for a prompt-conditioned checkpoint the one-hot of each row's prompt (``prompts``: N
+    strings) and, privileged, the cubes' poses (positions normalised, quaternions as they are)."""
     s = stats["state"]
     parts = [(qpos - s["mean"]) / s["std"], (np.minimum(t, cfg["t_max"]) / cfg["t_max"])[:, None]]
+    if cfg.get("prompts"):
+        if prompts is None:
+            raise ValueError(f"the checkpoint is prompt-conditioned ({len(cfg['prompts'])} prompts): give each row's prompt")
+        parts.append(prompt_onehot(cfg, prompts))
     if cfg["inputs"] == "state":
         p = np.asarray(pose, np.float64).reshape(len(qpos), -1, 7)
         o = stats["object"]
@@ -58,10 +79,13 @@ class _Member:
                             torch.tensor(self.stats[f"image.{c}"]["std"], dtype=torch.float32).view(1, 3, 1, 1))
                         for c in cfg["cameras"]}
 
-    def predict(self, torch, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray], images: Optional[list]) -> np.ndarray:
+    def predict(self, torch, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray], images: Optional[list],
+                prompt: Optional[str] = None) -> np.ndarray:
         """A chunk (horizon, 16) of joint targets in the action stream's units; ``images``: the uint8
-        (1, 3, H, W) tensors of the config's cameras, in its order."""
-        vec = torch.from_numpy(vector_input(self.cfg, self.stats, qpos, t, pose))
+        (1, 3, H, W) tensors of the config's cameras, in its order; ``prompt``: the task's instruction
+        (read by a prompt-conditioned checkpoint only)."""
+        vec = torch.from_numpy(vector_input(self.cfg, self.stats, qpos, t, pose,
+                                            [prompt] if self.cfg.get("prompts") else None))
         ims = None
         if images is not None:
             ims = [(x - m) / s for x, (m, s) in ((x, self.im_norm[c]) for x, c in zip(images, self.cfg["cameras"]))]
@@ -95,8 +119,11 @@ class BCPolicy:
         self.control_hz = float(cfg["hz"])
         self.privileged = cfg["inputs"] == "state"
         self.cameras = bool(cfg["cameras"])
+        self.prompts = tuple(cfg.get("prompts") or ())
         self.name = f"bc-{cfg['inputs']}" + (" (privileged: object poses from info)" if self.privileged
                                              else f" ({' + '.join(cfg['cameras'])} + joints)")
+        if self.prompts:
+            self.name += f", conditioned on {len(self.prompts)} prompts"
         if len(self.members) > 1:
             self.name += f", ensemble of {len(self.members)}"
         self._torch = torch
@@ -169,7 +196,12 @@ class BCPolicy:
                 if im is None:
                     raise ValueError(f"the observation has no camera {c!r} (trained on {', '.join(cfg['cameras'])})")
                 images.append(self.image_tensor(c, im))
-        chunks = [m.predict(self._torch, qpos, t, pose, images) for m in self.members]
+        prompt = None
+        if self.prompts:
+            prompt = observation.get("prompt")
+            if not isinstance(prompt, str):
+                raise ValueError("the observation has no prompt (the checkpoint is prompt-conditioned)")
+        chunks = [m.predict(self._torch, qpos, t, pose, images, prompt) for m in self.members]
         return chunks[0] if len(chunks) == 1 else np.mean(chunks, axis=0)
 
 

@@ -3,7 +3,8 @@
 Items of the dataset at ``hz`` (the policy's control rate) through
 :class:`openarm_sim_dataset.torch.TorchDataset`: both arms' joint positions (16, rad), the time since
 the episode's start (s), the next ``horizon`` action rows (16 joint targets each, the action stream's
-units), and per variant:
+units), with ``prompt=True`` the one-hot of the episode's task prompt over the training data's prompts
+(one policy for several tasks, told which by its instruction as a robot would be), and per variant:
 
 * ``inputs="state"`` (**privileged**): the three cubes' poses (``sim.object_pose``: the sidecar's
   simulator state, metres + wxyz), which a real robot does not measure;
@@ -38,7 +39,7 @@ from .policy import vector_input
 
 #: config keys a resumed run must agree on (the rest are derived from the data or are outputs)
 _RESUME_KEYS = ("inputs", "arch", "hz", "horizon", "hidden", "cameras", "seed", "steps", "batch", "lr", "shift",
-                "val", "keypoints", "conv_width", "aux", "dataset_sha256", "episodes_used", "threads")
+                "val", "keypoints", "conv_width", "aux", "dataset_sha256", "episodes_used", "threads", "prompts")
 
 
 class TrainError(DatasetError, ValueError):
@@ -56,7 +57,8 @@ class TrainConfig:
     policy's per-step joint target bound (rad); ``arch``: ``mlp`` | ``keypoints`` (default: ``mlp``
     for state, ``keypoints`` for cameras); ``shift``: random image shift (px); ``aux``: weight of the
     auxiliary cube-position loss (cameras, simulated data); ``checkpoint_every``: seconds between
-    resumable states; ``threads``: torch threads (results depend on it)."""
+    resumable states; ``threads``: torch threads (results depend on it); ``prompt``: condition on the
+    episode's task prompt (the demonstrations must hold two or more)."""
 
     dataset: str
     inputs: str
@@ -82,6 +84,7 @@ class TrainConfig:
     conv_width: int = 16
     aux: float = 1.0
     checkpoint_every: float = 60.0
+    prompt: bool = False
     extra: dict = field(default_factory=dict)  # recorded in the checkpoint's config as given (e.g. a card's note)
 
 
@@ -159,7 +162,24 @@ def _select(c: TrainConfig):
         if missing:
             raise TrainError(root, f"has no camera {', '.join(map(repr, missing))} (it has: {', '.join(have)})")
     sim = meta.data.get("simulation") if isinstance(meta.data.get("simulation"), dict) else None
-    return root, meta, eps, cams, sim
+    prompts = None
+    if c.prompt:
+        tasks = meta.tasks
+        by_id = {str(e["id"]): e for e in meta.episodes}
+        seen = []
+        for ep in eps:
+            ti = by_id[ep].get("task_index")
+            p = tasks[ti].get("prompt") if isinstance(ti, int) and 0 <= ti < len(tasks) else None
+            if not p:
+                raise TrainError(root / "metadata.yaml", f"episode {ep} has no task prompt: --prompt needs every "
+                                                         "demonstration's task (task_index into tasks with a prompt)")
+            if p not in seen:
+                seen.append(p)
+        if len(seen) < 2:
+            raise TrainError(root / "metadata.yaml", f"--prompt needs demonstrations of two or more tasks; all "
+                                                     f"{len(eps)} have the prompt {seen[0]!r}")
+        prompts = sorted(seen)
+    return root, meta, eps, cams, sim, prompts
 
 
 def _camera_hz(meta, cams: list) -> Optional[float]:
@@ -197,7 +217,7 @@ def _load_items(root: Path, c: TrainConfig, eps: list, cams: list, sim_pose: boo
         for k, v in b.items():
             if isinstance(v, torch.Tensor):
                 cols.setdefault(k, []).append(v.numpy())
-            elif k == "episode":
+            elif k in ("episode", "task"):
                 cols.setdefault(k, []).append(np.asarray(v))
     return ds, {k: np.concatenate(v) for k, v in cols.items()}
 
@@ -225,7 +245,7 @@ def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = No
     torch.manual_seed(c.seed)
     torch.use_deterministic_algorithms(True)
     t0, c0 = time.perf_counter(), time.process_time()
-    root, meta, eps, cams, sim = _select(c)
+    root, meta, eps, cams, sim, prompts = _select(c)
     arch = c.arch or ("keypoints" if c.inputs == "cameras" else "mlp")
     aux = float(c.aux) if (c.inputs == "cameras" and arch == "keypoints" and sim is not None) else 0.0
     ds, items = _load_items(root, c, eps, cams, sim_pose=(c.inputs == "state" or aux > 0), progress=progress)
@@ -259,8 +279,10 @@ def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = No
            "keypoints": int(c.keypoints), "conv_width": int(c.conv_width), "aux": aux,
            "jpeg_quality": (int(render.get("jpeg_quality") or sim.get("jpeg_quality") or 90) if cams and sim else None),
            "extra": dict(c.extra)}
+    if prompts:  # (only then: a checkpoint without a prompt keeps the bytes it had before prompts existed)
+        cfg["prompts"] = prompts
     vec = vector_input(cfg, stats, items["observation.state"].astype(np.float64), t,
-                       pose if c.inputs == "state" else None)
+                       pose if c.inputs == "state" else None, items.get("task"))
     cfg["vector_dim"] = int(vec.shape[1])
     act = ((items["action"] - stats["action"]["mean"]) / stats["action"]["std"]).astype(np.float32)
     images = [items[f"observation.images.{cam}"] for cam in cams]  # uint8 (N, 3, H, W)
@@ -409,6 +431,8 @@ def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = No
     resume_path.unlink(missing_ok=True)
     if c.curve:
         what = "privileged object poses" if c.inputs == "state" else " + ".join(cams) + " + joints"
+        if prompts:
+            what += f" + prompt ({len(prompts)} tasks)"
         plot_curve(curve, Path(c.curve), f"BC {c.inputs} ({what}), {n_ep - len(val_ids)} train / "
                                          f"{len(val_ids)} val episodes, {c.steps} steps x {c.batch}")
     return TrainResult(checkpoint=out, bytes=out.stat().st_size, wall_s=wall, cpu_s=cpu, load_s=t_load,

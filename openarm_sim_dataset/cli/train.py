@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; the result depends on it)")
     p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="S",
                    help="seconds between resumable states OUT.resume (default 60)")
+    p.add_argument("--prompt", action="store_true",
+                   help="condition on each episode's task prompt (one policy for several tasks; the evaluator "
+                        "gives it the task's prompt)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
@@ -73,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
                           execute=args.execute, max_step=args.max_step, ensemble=args.ensemble, hidden=args.hidden,
                           steps=args.steps, batch=args.batch, lr=args.lr, shift=args.shift, val=args.val,
                           seed=args.seed, threads=args.threads, arch=args.arch, keypoints=args.keypoints,
-                          conv_width=args.conv_width, aux=args.aux, checkpoint_every=args.checkpoint_every)
+                          conv_width=args.conv_width, aux=args.aux, checkpoint_every=args.checkpoint_every,
+                          prompt=args.prompt)
         quiet = args.quiet or args.json
         # a bar on a terminal; off it, one line per logging interval (1/50 of the run), no carriage returns
         tty = sys.stderr.isatty()
