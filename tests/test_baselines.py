@@ -57,11 +57,19 @@ def test_card_physics_dataset_regenerates_to_its_content_sha(tmp_path):
     """The first step of every card's recipe, run again: the physics-only training set (the cards share
     it) has the content SHA-256 the card states (metadata.yaml as a document without the machine's
     and checkout's names), on any machine of the kind."""
-    seen = {}
+    seen, prefixes = {}, {}
     for _, front in CARDS:
         phys = front["physics_dataset"]
+        if "prefix" in phys:
+            # a recipe CI cannot afford whole: its first N episodes, the same command with --episodes N
+            # (episode i depends only on the seed and i: the content of the whole with its list cut at N)
+            cmd = shlex.split(phys["command"])
+            cmd[cmd.index("--episodes") + 1] = str(phys["prefix"]["episodes"])
+            prefixes.setdefault(shlex.join(cmd), set()).add(phys["prefix"]["content_sha256"])
+            continue
         seen.setdefault(phys["command"], set()).add(phys["content_sha256"])
-    assert all(len(v) == 1 for v in seen.values())
+    assert all(len(v) == 1 for v in seen.values()) and all(len(v) == 1 for v in prefixes.values())
+    seen.update(prefixes)
     # recipes that differ only in --episodes share one folder, smallest first: rerunning generation with
     # more episodes extends a dataset (episode i depends only on the seed and i), as the cards' were made
     def key(command):
@@ -82,3 +90,16 @@ def test_card_physics_dataset_regenerates_to_its_content_sha(tmp_path):
                            env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=3000)
         assert r.returncode == 0, r.stderr[-2000:]
         assert content_sha256(out) == seen[command].pop(), command
+
+
+def test_a_prefix_content_sha_is_that_of_the_shorter_generation(tiny_generated, tmp_path):
+    """What a card's ``physics_dataset.prefix`` relies on: the content of a generation's first N
+    episodes (its list cut at N) is the content of the same command with ``--episodes N``."""
+    from conftest import generate_cmd
+
+    one = tmp_path / "one"
+    r = subprocess.run(generate_cmd(one, 1), env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    full = tiny_generated["path"]
+    assert content_sha256(full, 1) == content_sha256(one)
+    assert content_sha256(full) != content_sha256(one)

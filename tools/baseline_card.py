@@ -63,6 +63,9 @@ def main(argv=None) -> int:
     p.add_argument("--rollouts", required=True, help="the evaluation's rollout dataset")
     p.add_argument("--compare", help="the scripted expert's rollouts on the same initial states")
     p.add_argument("--note", default="", help="a paragraph for the card's body")
+    p.add_argument("--prefix", type=int, metavar="N",
+                   help="also state the content SHA-256 of the first N episodes (what the slow test regenerates "
+                        "for a recipe too long for CI)")
     a = p.parse_args(argv)
     ckpt, sha = load(a.checkpoint)
     cfg, cost = ckpt["config"], ckpt["cost"]
@@ -105,7 +108,9 @@ def main(argv=None) -> int:
                    "camera_hz": cfg.get("camera_hz"), "control_hz": cfg["hz"]},
         "generate": list(a.generate), "train": a.train[0] if len(a.train) == 1 else list(a.train),
         "dataset_metadata_sha256": cfg["dataset_sha256"],
-        "physics_dataset": {"command": a.generate[0], "content_sha256": content_sha256(a.physics)},
+        "physics_dataset": {"command": a.generate[0], "content_sha256": content_sha256(a.physics),
+                            **({"prefix": {"episodes": a.prefix, "content_sha256": content_sha256(a.physics, a.prefix)}}
+                               if a.prefix else {})},
         "training": training_block(parts[0]) if not ensemble else {
             "members": [training_block(x) for x in parts],
             "cpu_minutes": round(cost["cpu_s"] / 60, 1), "parameters": cost["parameters"]},

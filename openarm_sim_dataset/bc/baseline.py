@@ -34,10 +34,14 @@ from ..errors import DatasetError
 BASELINES_DIR = "baselines"
 
 
-def content_sha256(dataset: str | os.PathLike) -> str:
+def content_sha256(dataset: str | os.PathLike, episodes: int | None = None) -> str:
     """SHA-256 of ``dataset``'s metadata.yaml as a document, without the machine- and checkout-naming
-    keys (see the module doc): equal for the same data generated on another machine of the kind."""
+    keys (see the module doc): equal for the same data generated on another machine of the kind.
+    ``episodes``: of its first N entries only, which is the content of the same command run with
+    ``--episodes N`` (episode i of a generation depends only on the seed and i)."""
     doc = yaml.safe_load((Path(dataset) / "metadata.yaml").read_text())
+    if episodes is not None and isinstance(doc, dict):
+        doc["episodes"] = list(doc.get("episodes") or [])[:episodes]
     sim = doc.get("simulation") if isinstance(doc, dict) else None
     if isinstance(sim, dict):
         sim.pop("platform", None)
