@@ -55,7 +55,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--name", required=True)
     p.add_argument("--checkpoint", required=True)
-    p.add_argument("--physics", required=True, help="the physics-only dataset the training set was drawn from")
+    p.add_argument("--physics", required=True, action="append",
+                   help="the physics-only dataset the training set was drawn from (several, in the order of "
+                        "their dataset-generate commands, for a training set merged from several)")
     p.add_argument("--generate", action="append", required=True, help="a data command, in order (first: the physics one)")
     p.add_argument("--train", action="append", required=True,
                    help="a training command, in order (several for an ensemble: each dataset-train, then dataset-ensemble)")
@@ -67,6 +69,12 @@ def main(argv=None) -> int:
                    help="also state the content SHA-256 of the first N episodes (what the slow test regenerates "
                         "for a recipe too long for CI)")
     a = p.parse_args(argv)
+    gen_cmds = [g for g in a.generate if shlex.split(g)[0] == "dataset-generate"]
+    if len(gen_cmds) != len(a.physics):
+        p.error(f"{len(a.physics)} --physics for {len(gen_cmds)} dataset-generate commands")
+    physics = [{"command": g, "content_sha256": content_sha256(d),
+                **({"prefix": {"episodes": a.prefix, "content_sha256": content_sha256(d, a.prefix)}} if a.prefix else {})}
+               for g, d in zip(gen_cmds, a.physics)]
     ckpt, sha = load(a.checkpoint)
     cfg, cost = ckpt["config"], ckpt["cost"]
     ensemble = cfg.get("arch") == "ensemble"
@@ -108,9 +116,7 @@ def main(argv=None) -> int:
                    "camera_hz": cfg.get("camera_hz"), "control_hz": cfg["hz"]},
         "generate": list(a.generate), "train": a.train[0] if len(a.train) == 1 else list(a.train),
         "dataset_metadata_sha256": cfg["dataset_sha256"],
-        "physics_dataset": {"command": a.generate[0], "content_sha256": content_sha256(a.physics),
-                            **({"prefix": {"episodes": a.prefix, "content_sha256": content_sha256(a.physics, a.prefix)}}
-                               if a.prefix else {})},
+        "physics_dataset": physics[0] if len(physics) == 1 else physics,
         "training": training_block(parts[0]) if not ensemble else {
             "members": [training_block(x) for x in parts],
             "cpu_minutes": round(cost["cpu_s"] / 60, 1), "parameters": cost["parameters"]},

@@ -9,6 +9,9 @@ A card (``<name>.md`` beside ``<name>.pt``) is Markdown opening with a YAML fron
     train: dataset-train ...
     dataset_metadata_sha256: ...    # metadata.yaml of the training dataset, as the checkpoint records it
     physics_dataset: {command: ..., content_sha256: ...}   # reproducible on any machine of the kind
+                    # (optional prefix: {episodes: N, content_sha256: ...}: of its first N episodes, what
+                    # the slow test regenerates for a recipe CI cannot afford whole; a list of such
+                    # blocks for a training set merged from several generations)
     evaluate: dataset-evaluate ...
     evaluation: {seed: S, episodes: N, successes: K, wilson95: [lo, hi], ...}
     ---
