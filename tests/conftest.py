@@ -346,6 +346,64 @@ def recorded_files(root: Path) -> dict[Path, bytes]:
     return out
 
 
+def cpu_identity() -> str:
+    """The CPU, as golden hashes of generated data depend on it: MuJoCo's physics differs in the last bits
+    between CPUs of one machine kind (an AMD EPYC with AVX-512 gives other obs state.parquet and sidecar
+    bytes than the machine the first goldens were recorded on: same MuJoCo wheel, model, libraries and
+    renderer; actions, images and metadata equal). Vendor, model name and the SIMD extensions that
+    change floating-point code paths."""
+    import platform
+
+    vendor, model, flags = "", "", set()
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor is enough
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "vendor_id":
+            vendor = value
+        elif key == "model name":
+            model = value
+        elif key == "flags":
+            flags = set(value.split())
+    return f"{vendor} {model} ({' '.join(f for f in ('fma', 'avx2', 'avx512f') if f in flags)})"
+
+
+#: tests/golden/none_generation.json: hashes of the session's generations, per CPU (see cpu_identity)
+GOLDEN_FILE = REPO / "tests" / "golden" / "none_generation.json"
+#: set to 1 to record this CPU's golden hashes (only after checking that no code change explains a
+#: mismatch: e.g. the last commit whose goldens passed gives the same bytes on this machine)
+RECORD_GOLDEN = os.environ.get("OPENARM_RECORD_GOLDEN") == "1"
+
+
+def golden_set(gold: dict) -> tuple[dict, str]:
+    """(the hash sets recorded for this CPU, where they come from). A CPU without a set of its own is
+    compared with the first recording's (made before CPU identities were stored: on any CPU not listed
+    in ``by_cpu``); a mismatch there names this CPU and how to record it."""
+    me = cpu_identity()
+    own = (gold.get("by_cpu") or {}).get(me)
+    if own is not None:
+        return own, f"recorded for CPU {me!r}"
+    return gold, (f"the first recording's (CPU not stored; this one, {me!r}, has no set of its own: if only the "
+                  "physics-dependent files differ and the code did not change them, record with OPENARM_RECORD_GOLDEN=1)")
+
+
+def record_golden(name: str, value) -> None:
+    """Store ``value`` as this CPU's golden ``name`` in GOLDEN_FILE (OPENARM_RECORD_GOLDEN=1 only)."""
+    import fcntl
+    import json
+
+    with open(GOLDEN_FILE.with_suffix(".lock"), "w") as lock:  # xdist workers may record at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        gold = json.loads(GOLDEN_FILE.read_text())
+        gold.setdefault("by_cpu", {}).setdefault(cpu_identity(), {})[name] = value
+        GOLDEN_FILE.write_text(json.dumps(gold, indent=1, sort_keys=False) + "\n")
+
+
 #: Modules holding the longest tests (real processes, module-scoped groups), scheduled first: xdist hands
 #: out work in collection order, so that a run does not end on one worker finishing a 30 s group while
 #: the other idles (two runs each way here: 160/182 s before, 159/173 s after; the machine is noisy).

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO, recorded_files, run_cli, tree_hashes
+from conftest import GOLDEN_FILE, RECORD_GOLDEN, REPO, golden_set, record_golden, recorded_files, run_cli, tree_hashes
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -23,7 +23,7 @@ from openarm_sim_dataset.sim.randomize import episode_params  # noqa: E402
 from openarm_sim_dataset.sim.variation import (  # noqa: E402
     MODES, RANGES, VARIATION_STREAM, Variation, draw_variation)
 
-GOLDEN = REPO / "tests" / "golden" / "none_generation.json"
+GOLDEN = GOLDEN_FILE
 #: simulation keys of metadata.yaml that name the machine a dataset was made on, left out of the golden
 #: comparison: ``platform`` holds the kernel release and the C library (``Linux-6.18...-glibc2.36``),
 #: which differ between machines of one kind. (``machine``, the CPU architecture, and the library
@@ -126,12 +126,15 @@ def test_randomize_none_writes_todays_files_byte_for_byte(generated, tiny_genera
     so no key was added either. Sidecar schema 2 (issue 18) changed sidecar.npz (two arrays added), hence
     the manifests, and simulation.schema_version: those hashes are of schema 2 (see the golden file's
     ``about``)."""
-    gold = _golden_or_skip()
+    gold, source = golden_set(_golden_or_skip())
     for name, root in (("generated", generated), ("tiny_generated", tiny_generated["path"])):
         got = _hashes(root)
+        if RECORD_GOLDEN:
+            record_golden(name, got)
+            continue
         want = gold[name]
-        assert set(got) == set(want), (name, sorted(set(got) ^ set(want))[:5])
-        assert [k for k in want if got[k] != want[k]] == [], name
+        assert set(got) == set(want), (name, sorted(set(got) ^ set(want))[:5], source)
+        assert [k for k in want if got[k] != want[k]] == [], (name, [k for k in want if got[k] != want[k]][:8], source)
         doc = yaml.safe_load((root / "metadata.yaml").read_text())
         assert "randomization" not in doc["simulation"] and all("variation" not in e for e in doc["episodes"])
 
