@@ -162,6 +162,7 @@ def environment(scene=None, gl_renderer: str | None = None) -> dict[str, Any]:
 
     from . import __version__
     from .gl import import_mujoco
+    from .machine import cpu_identity
     from .sim.models import _mujoco_library_sha256, cached_model
     from .sim.scene import asset_hashes
 
@@ -176,6 +177,7 @@ def environment(scene=None, gl_renderer: str | None = None) -> dict[str, Any]:
     env = {
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu": cpu_identity(),  # MuJoCo's physics differs in the last bits between CPUs (machine.py)
         "mujoco": mujoco.__version__,
         "mujoco_library_sha256": _mujoco_library_sha256(),
         "openarm_mujoco": version("openarm-mujoco"),

@@ -347,30 +347,10 @@ def recorded_files(root: Path) -> dict[Path, bytes]:
 
 
 def cpu_identity() -> str:
-    """The CPU, as golden hashes of generated data depend on it: MuJoCo's physics differs in the last bits
-    between CPUs of one machine kind (an AMD EPYC with AVX-512 gives other obs state.parquet and sidecar
-    bytes than the machine the first goldens were recorded on: same MuJoCo wheel, model, libraries and
-    renderer; actions, images and metadata equal). Vendor, model name and the SIMD extensions that
-    change floating-point code paths."""
-    import platform
+    """The CPU, as golden hashes of generated data depend on it (:mod:`openarm_sim_dataset.machine`)."""
+    from openarm_sim_dataset.machine import cpu_identity as ident
 
-    vendor, model, flags = "", "", set()
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or platform.machine()
-    for line in text.splitlines():
-        if not line.strip():
-            break  # the first processor is enough
-        key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
-        if key == "vendor_id":
-            vendor = value
-        elif key == "model name":
-            model = value
-        elif key == "flags":
-            flags = set(value.split())
-    return f"{vendor} {model} ({' '.join(f for f in ('fma', 'avx2', 'avx512f') if f in flags)})"
+    return ident()
 
 
 #: tests/golden/none_generation.json: hashes of the session's generations, per CPU (see cpu_identity)

@@ -41,7 +41,7 @@ BEFORE_TASKS = {
     "mujoco_version": "4.0.0",
     "gl_renderer_prefix": "egl: llvmpipe",
 }
-VOLATILE = ("generator", "python", "numpy", "platform", "machine", "gl_renderer", "model_sha256")
+VOLATILE = ("generator", "python", "numpy", "platform", "machine", "cpu", "gl_renderer", "model_sha256")
 
 
 def output_digests(root: Path) -> tuple[int, str, str]:

@@ -221,3 +221,21 @@ def test_sim_episodes_names_unlisted_sidecars_and_leaves_temporary_folders_to_ep
     shutil.copytree(copy / "episodes/1", copy / "episodes/7")  # a sidecar no entry lists
     row = {r.check: r for r in Dataset(copy).validate(checks=["sim_episodes"])}["sim_episodes"]
     assert row.failed and "1 sidecar(s) of unlisted episodes: 7" in row.detail, row.detail
+
+
+def test_a_replay_that_drifts_names_the_cpu_that_differs(generated, tmp_path):
+    """Bit-exact physics is promised on the CPU that computed it (openarm_sim_dataset.machine): a
+    drifting replay of data recorded on another CPU says so (here a perturbed command stands in for the
+    last-bit differences another CPU makes)."""
+    from openarm_sim_dataset.machine import cpu_identity
+
+    sim = Dataset(generated).meta.data["simulation"]
+    assert sim["cpu"] == cpu_identity() and "(" in sim["cpu"]
+    copy = tmp_path / "ds"
+    shutil.copytree(generated, copy)
+    doc = yaml.safe_load((copy / "metadata.yaml").read_text())
+    doc["simulation"]["cpu"] = "GenuineIntel Another CPU (fma avx2)"
+    (copy / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    edit_npz(copy, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "physics_ctrl", 1e-9))
+    row = {r.check: r for r in Dataset(copy).validate(checks=["sim_replay"])}["sim_replay"]
+    assert row.failed and f"cpu GenuineIntel Another CPU (fma avx2) recorded, {cpu_identity()} here" in row.detail, row.detail

@@ -28,7 +28,7 @@ GOLDEN = GOLDEN_FILE
 #: comparison: ``platform`` holds the kernel release and the C library (``Linux-6.18...-glibc2.36``),
 #: which differ between machines of one kind. (``machine``, the CPU architecture, and the library
 #: versions are recorded in the golden file's environment instead: another one skips, with the reason.)
-MACHINE_KEYS = ("platform",)
+MACHINE_KEYS = ("platform", "cpu")
 
 
 # ------------------------------------------------------------------------------ the draws
@@ -111,8 +111,8 @@ def _hashes(root: Path) -> dict[str, str]:
     if doc["simulation"]["gl_renderer"] != json.loads(GOLDEN.read_text())["environment"]["gl_renderer"]:
         pytest.skip(f"GL renderer {doc['simulation']['gl_renderer']!r} is not the golden hashes' one")
     del doc["simulation"]["generator"]["git_commit"]  # the checkout's commit, allowed to move
-    for key in MACHINE_KEYS:  # the machine's own name for itself (kernel release, ...): not the dataset's content
-        del doc["simulation"][key]
+    for key in MACHINE_KEYS:  # the machine's own name for itself (kernel release, CPU): not the dataset's content
+        doc["simulation"].pop(key, None)
     out["metadata.yaml"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return out
 

@@ -48,6 +48,7 @@ def content_sha256(dataset: str | os.PathLike, episodes: int | None = None) -> s
     sim = doc.get("simulation") if isinstance(doc, dict) else None
     if isinstance(sim, dict):
         sim.pop("platform", None)
+        sim.pop("cpu", None)  # (added at stop 32; the physics it names is what the content hashes)
         if isinstance(sim.get("generator"), dict):
             sim["generator"].pop("git_commit", None)
         src = (sim.get("render") or {}).get("source") if isinstance(sim.get("render"), dict) else None

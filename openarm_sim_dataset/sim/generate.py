@@ -28,6 +28,7 @@ from .. import __version__, layout, sidecar
 from ..errors import DatasetError
 from ..gl import check_rendering
 from ..lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_path: re-exported
+from ..machine import cpu_identity
 from ..metadata import Metadata
 from ..stats import wilson_interval
 from ..writer import close_log, commit_episode, remove_uncommitted
@@ -162,7 +163,7 @@ def _provenance() -> dict:
     """The keys of a simulation block that say which software and machine wrote it."""
     return {"generator": {"name": "openarm_sim_dataset", "version": __version__, "git_commit": _git_commit()},
             "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(),
-            "machine": platform.machine()}
+            "machine": platform.machine(), "cpu": cpu_identity()}
 
 
 def _camera_block(sc: SceneConfig, renderer: SimRenderer | None) -> dict:

@@ -52,7 +52,7 @@ from .scene import SceneConfig
 
 #: simulation keys that describe where the physics was computed: kept from the source (the render
 #: replays that physics; the rest of the block is the output's).
-PHYSICS_PROVENANCE = ("generator", "python", "numpy", "platform", "machine")
+PHYSICS_PROVENANCE = ("generator", "python", "numpy", "platform", "machine", "cpu")
 #: The metadata key naming the render step (``simulation.render``) and an episode's source (``render_source``).
 RENDER_KEY = "render"
 SOURCE_KEY = "render_source"
@@ -424,6 +424,8 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
         for key in PHYSICS_PROVENANCE:
             if key in sim:
                 out_sim[key] = sim[key]
+            elif key == "cpu":  # a source from before simulation.cpu: its physics' CPU is unknown, not this one
+                out_sim.pop(key, None)
         out_sim[RENDER_KEY] = {
             "source": {"path": str(src.resolve()), "metadata_sha256": _file_sha256(src / layout.METADATA_FILE),
                        "episodes": {ep: _file_sha256(layout.episode_dir(src, ep) / layout.MANIFEST_FILE)

@@ -170,18 +170,23 @@ def provenance_differences(sim: dict, model: mujoco.MjModel, sha256: str | None 
 
 
 def package_differences(sim: dict) -> list[str]:
-    """Package versions that differ from the recorded provenance (explain a drifting replay)."""
+    """Package versions and the CPU where they differ from the recorded provenance (explain a drifting
+    replay: bit-exact physics is promised on the CPU that computed it, :mod:`openarm_sim_dataset.machine`;
+    datasets from before ``simulation.cpu`` existed do not say theirs)."""
     import platform
 
     import numpy
 
     from .. import __version__
+    from ..machine import cpu_identity
 
     now = {"python": platform.python_version(), "numpy": numpy.__version__, "generator": __version__,
-           "machine": platform.machine()}
+           "machine": platform.machine(), "cpu": cpu_identity()}
     rec = {"python": sim.get("python"), "numpy": sim.get("numpy"),
-           "generator": (sim.get("generator") or {}).get("version"), "machine": sim.get("machine")}
-    return [f"{k} {rec[k]} recorded, {now[k]} here" for k in now if rec[k] != now[k]]
+           "generator": (sim.get("generator") or {}).get("version"), "machine": sim.get("machine"),
+           "cpu": sim.get("cpu")}
+    return [f"{k} {rec[k]!s} recorded, {now[k]} here" if rec[k] is not None else f"{k} not recorded ({now[k]} here)"
+            for k in now if rec[k] != now[k]]
 
 
 @dataclass

@@ -19,7 +19,7 @@ import numpy as np
 from .. import sidecar
 from ..errors import DatasetError
 from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _model_problems, _sidecar_and_model
+from .sim_model import ModelProblem, _model_problems, _sidecar_and_model, _sim
 
 
 def judged_step(ctx: Context, ep: str, side: dict) -> int | None:
@@ -92,6 +92,12 @@ def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
             first = first or part[4]
     what = "from each episode's middle frame state" if middle else "from the initial state"
     missing = [ep for ep, part in parts.items() if part is None]  # no sidecar: nothing shows the episode replays
+    if bad and first:
+        from ..sim.replay import package_differences
+
+        # bit-exact physics is promised on the CPU and packages that computed it: say which differ
+        pk = package_differences(_sim(ctx))
+        first += f" (differing from the provenance: {'; '.join(pk)})" if pk else " (no package or CPU differs from the provenance)"
     return Outcome(not bad and not missing and frames > 0,
                    f"replayed {what}: {exact}/{frames} frames bit-exact (whole mjSTATE_INTEGRATION state, qpos, qvel), "
                    f"largest qpos/qvel difference {worst:.3g}"
