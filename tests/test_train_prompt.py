@@ -85,6 +85,26 @@ def test_an_unknown_task_is_one_line_and_a_known_one_validates(two_tasks, tmp_pa
     run_cli("validate", out, "--quick", "--no-update-metadata")
 
 
+def test_the_checkpoint_knows_its_tasks_and_is_evaluated_on_them_by_default(two_tasks, checkpoints_tiny, tmp_path):
+    """A checkpoint records its demonstrations' task names; dataset-evaluate without --tasks runs those
+    (one trained on tray_green is not evaluated on pick_place); data naming no task (the default
+    generation) records none and keeps pick_place as the default."""
+    _, d = two_tasks
+    assert bc.read_inputs(d / "prompt.pt").tasks == ("stack_red_on_blue", "tray_green")
+    assert bc.read_inputs(checkpoints_tiny).tasks == ()
+    out = tmp_path / "both"
+    r = run_cli("evaluate", "--policy", d / "prompt.pt", "--out", out, "--episodes", "1", "--seed", "5",
+                "--max-time", "0.5", "--quiet", "--json")
+    assert sorted(json.loads(r.stdout)["stats"]["tasks"]) == ["stack_red_on_blue", "tray_green"], r.stdout
+
+
+@pytest.fixture(scope="module")
+def checkpoints_tiny(tiny_generated, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny") / "cams.pt"
+    run_cli("train", tiny_generated["path"], "--inputs", "cameras", "--out", out, *FEW)
+    return out
+
+
 def test_one_task_data_and_a_mixed_ensemble_are_refused(two_tasks, tiny_generated, tmp_path):
     _, d = two_tasks
     data = tiny_generated["path"]

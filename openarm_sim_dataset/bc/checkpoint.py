@@ -7,7 +7,8 @@ loads with ``torch.load(weights_only=True)`` (no pickled code runs):
   (``state`` | ``cameras``), ``cameras`` (names, in the network's order), ``image_shape`` (C, H, W),
   ``camera_hz`` (the rate the training images were drawn at), ``hz`` (the control rate = the loader's
   grid), ``prompts`` (a prompt-conditioned policy's task prompts, in the order of its one-hot input;
-  None: it reads none), plus the training data's identity (``dataset_sha256``: SHA-256 of its metadata.yaml);
+  None: it reads none), ``tasks`` (the task names of its demonstrations, what ``dataset-evaluate`` runs
+  without ``--tasks``; absent: data that names no task, i.e. the default pick_place), plus the training data's identity (``dataset_sha256``: SHA-256 of its metadata.yaml);
 * ``stats``: normalisation statistics (lists of floats);
 * ``state_dict``: the weights; ``curve``: the training curve; ``cost``: wall/CPU seconds, parameters.
 
@@ -44,7 +45,8 @@ class PolicyInputs:
     ``cameras``: camera names (empty: none, physics-only evaluation); ``size``: (width, height) px of
     every camera image; ``camera_hz``: the rate its training images were drawn at (Hz); ``control_hz``:
     the rate it acts at (Hz); ``privileged``: it reads simulator state (object poses) from ``info``;
-    ``prompts``: the task prompts a prompt-conditioned policy knows (empty: it reads no prompt)."""
+    ``prompts``: the task prompts a prompt-conditioned policy knows (empty: it reads no prompt);
+    ``tasks``: the tasks it was trained on (empty: not recorded, the default task)."""
 
     cameras: tuple[str, ...]
     size: Optional[tuple[int, int]]
@@ -52,6 +54,7 @@ class PolicyInputs:
     control_hz: float
     privileged: bool
     prompts: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
 
 
 def inputs_of(cfg: dict) -> PolicyInputs:
@@ -61,7 +64,8 @@ def inputs_of(cfg: dict) -> PolicyInputs:
     chz = cfg.get("camera_hz")
     return PolicyInputs(cameras=cams, size=size, camera_hz=(float(chz) if cams and chz else None),
                         control_hz=float(cfg["hz"]), privileged=cfg.get("inputs") == "state",
-                        prompts=tuple(str(x) for x in cfg.get("prompts") or ()))
+                        prompts=tuple(str(x) for x in cfg.get("prompts") or ()),
+                        tasks=tuple(str(x) for x in cfg.get("tasks") or ()))
 
 
 def to_bytes(obj: dict) -> bytes:

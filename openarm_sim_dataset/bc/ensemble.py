@@ -28,7 +28,7 @@ from .checkpoint import CheckpointError, load, to_bytes
 
 #: config keys every member must share: what the policy reads, and how its chunks are played
 MUST_AGREE = ("inputs", "cameras", "image_shape", "camera_hz", "hz", "horizon", "execute", "ensemble",
-              "max_step", "jpeg_quality", "action_dim", "prompts")
+              "max_step", "jpeg_quality", "action_dim", "prompts", "tasks")
 
 
 def combine(paths: list[str | os.PathLike], out: str | os.PathLike) -> Path:

@@ -182,6 +182,13 @@ def _select(c: TrainConfig):
     return root, meta, eps, cams, sim, prompts
 
 
+def demonstration_tasks(meta, eps: list) -> list:
+    """The task names (sorted) of the demonstrations ``eps``, from their entries' ``task`` key ([] when
+    no entry names one: data of the default task, written before tasks existed)."""
+    by_id = {str(e["id"]): e for e in meta.episodes}
+    return sorted({str(by_id[ep]["task"]) for ep in eps if by_id[ep].get("task")})
+
+
 def _camera_hz(meta, cams: list) -> Optional[float]:
     """The rate the training images were drawn at: metadata's frequencies.cameras (all equal)."""
     if not cams:
@@ -279,8 +286,11 @@ def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = No
            "keypoints": int(c.keypoints), "conv_width": int(c.conv_width), "aux": aux,
            "jpeg_quality": (int(render.get("jpeg_quality") or sim.get("jpeg_quality") or 90) if cams and sim else None),
            "extra": dict(c.extra)}
-    if prompts:  # (only then: a checkpoint without a prompt keeps the bytes it had before prompts existed)
+    if prompts:  # (only then: a checkpoint without a prompt keeps the config it had before prompts existed)
         cfg["prompts"] = prompts
+    tasks = demonstration_tasks(meta, eps)
+    if tasks:  # what dataset-evaluate runs without --tasks
+        cfg["tasks"] = tasks
     vec = vector_input(cfg, stats, items["observation.state"].astype(np.float64), t,
                        pose if c.inputs == "state" else None, items.get("task"))
     cfg["vector_dim"] = int(vec.shape[1])

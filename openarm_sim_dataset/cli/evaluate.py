@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--policy", required=True, help="scripted, zero, random, module:factory or a checkpoint .pt")
     p.add_argument("--out", required=True, help="rollout dataset folder (created, or resumed)")
-    p.add_argument("--tasks", nargs="+", metavar="NAME", help="tasks (default: pick_place; all: every task)")
+    p.add_argument("--tasks", nargs="+", metavar="NAME", help="tasks (default: a checkpoint's own tasks, else pick_place; all: every task)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--episodes", type=int, help="initial states 0..N-1 of --seed, per task")
     src.add_argument("--initial-states", metavar="DATASET", help="the initial states of this dataset's episodes")
@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
             ev.check_recording(args.policy, cfg, args.initial_states)
         else:
             cfg = _config(args)
-            jobs = ev.jobs_for(args.tasks or (), args.episodes, args.seed)
+            need = ev.checkpoint_inputs(args.policy)
+            # a checkpoint's own tasks are the default (one trained on tray_green is evaluated on tray_green)
+            jobs = ev.jobs_for(args.tasks or (need.tasks if need is not None else ()), args.episodes, args.seed)
         t0 = time.perf_counter()
         done = [0]
 
