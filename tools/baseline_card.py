@@ -77,6 +77,24 @@ def main(argv=None) -> int:
                for g, d in zip(gen_cmds, a.physics)]
     ckpt, sha = load(a.checkpoint)
     cfg, cost = ckpt["config"], ckpt["cost"]
+    added_tasks = None
+    if "tasks" not in cfg and cfg.get("arch") != "ensemble":
+        # trained before dataset-train recorded its demonstrations' tasks (stop 32): record them as it now
+        # does, from the training dataset's entries (the weights and everything else untouched)
+        from openarm_sim_dataset.bc.checkpoint import to_bytes
+        from openarm_sim_dataset.bc.trainer import demonstration_tasks
+
+        data = Metadata.load(cfg["dataset"])
+        if hashlib.sha256((Path(cfg["dataset"]) / "metadata.yaml").read_bytes()).hexdigest() != cfg["dataset_sha256"]:
+            p.error(f"{cfg['dataset']}: not the dataset the checkpoint was trained on (metadata SHA-256 differs)")
+        eps = [str(e["id"]) for e in data.episodes if e.get("success")][: int(cfg["episodes_used"])]
+        tasks = demonstration_tasks(data, eps)
+        if tasks:
+            cfg["tasks"] = added_tasks = tasks
+            raw = to_bytes(ckpt)
+            a.checkpoint = str(Path(a.checkpoint).with_name(Path(a.checkpoint).stem + ".tasks.pt"))
+            Path(a.checkpoint).write_bytes(raw)
+            sha = hashlib.sha256(raw).hexdigest()
     ensemble = cfg.get("arch") == "ensemble"
     # an ensemble's training figures are its members' (each trained alone, then joined)
     parts = ([(m["config"], c, cv) for m, c, cv in zip(ckpt["members"], ckpt["member_costs"], ckpt["curve"])]
@@ -146,6 +164,9 @@ def main(argv=None) -> int:
         *lines,
         "",
         a.note,
+        *([f"\nThe checkpoint's `config.tasks` ({', '.join(added_tasks)}) was added at shipping, as `dataset-train` "
+           "records it since it was trained (from the training dataset's entries; weights untouched), so that "
+           "`dataset-evaluate` runs its task without `--tasks`."] if added_tasks else []),
     ])
     write_card(dest / f"{a.name}.md", front, body)
     print(dest / f"{a.name}.md")
