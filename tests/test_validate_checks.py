@@ -194,21 +194,18 @@ def test_an_attempt_listed_with_nothing_recorded_is_valid(unrecorded_attempt):
     assert "1 attempt(s) listed with nothing recorded (steps: 0, one row): 157" in row.detail
 
 
-def test_an_entry_claiming_steps_over_a_single_row_fails_episode_length(unrecorded_attempt, tmp_path):
+@pytest.mark.parametrize("source, truncate, steps, episode", [
+    ("unrecorded_attempt", None, 1, "157"),  # one row, but the entry claims a step
+    ("generated", 10, 0, "0"),  # steps: 0 does not excuse ten rows of a recorded episode
+])
+def test_episode_length_holds_steps_zero_to_one_row(source, truncate, steps, episode, request, tmp_path):
     copy = tmp_path / "ds"
-    shutil.copytree(unrecorded_attempt, copy)
-    _set_entry(copy, steps=1)
+    shutil.copytree(request.getfixturevalue(source), copy)
+    if truncate:
+        truncate_streams(copy, truncate)
+    _set_entry(copy, steps=steps)
     row = {r.check: r for r in Dataset(copy).validate(checks=["episode_length"])}["episode_length"]
-    assert row.failed and row.episodes == ["157"], row.detail
-
-
-def test_steps_zero_does_not_excuse_a_short_recorded_episode(generated, tmp_path):
-    copy = tmp_path / "ds"
-    shutil.copytree(generated, copy)
-    truncate_streams(copy, 10)
-    _set_entry(copy, steps=0)
-    row = {r.check: r for r in Dataset(copy).validate(checks=["episode_length"])}["episode_length"]
-    assert row.failed and row.episodes == ["0"], row.detail
+    assert row.failed and row.episodes == [episode], row.detail
 
 
 def test_sim_episodes_names_unlisted_sidecars_and_leaves_temporary_folders_to_episode_folders(generated, tmp_path):
