@@ -40,6 +40,8 @@ def test_shipped_checkpoint_loads_and_steps(card, front):
     if inputs.cameras:
         w, h = inputs.size
         obs["cameras"] = {c: np.full((h, w, 3), 128, np.uint8) for c in inputs.cameras}
+    if inputs.prompts:  # a prompt-conditioned policy is told its task
+        obs["prompt"] = inputs.prompts[0]
     info = {"object_pose": np.tile([0.1, -0.2, 0.0, 1.0, 0.0, 0.0, 0.0], (3, 1))} if inputs.privileged else None
     pol.reset()
     a = pol.act(obs, info)
