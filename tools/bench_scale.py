@@ -21,6 +21,8 @@ are timed whole:
     driver that reports its own peak RSS (``ru_maxrss``, its workers excluded): in its own process
     (``w1``), with ``--workers 2`` (``w2``) and with ``--ray`` on a local cluster of two nodes of one CPU
     each (``ray``): seconds per episode and the driver's peak RSS in MB (the "seconds" column)
+    With ``--validate-full``, the same drivers run the full validation (every check, the physics
+    replay and the re-render included) instead of ``--quick``.
   * ``commit``: in one process, physics-only episodes committed into the N-episode dataset through the
     writers' path (``writer.commit_episode``) for at least 100 commits and 25 s: mean per episode with
     the journal's folds during the run (every 10 s at this size), the median, and the writer's end (the
@@ -106,9 +108,10 @@ print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, code)
 """
 
 
-def validate_driver(path: Path, env: dict, extra: list[str]) -> tuple[float, float]:
-    """(seconds, the driver's peak RSS in MB) of ``dataset-validate PATH --quick --no-update-metadata EXTRA``."""
-    r = subprocess.run([sys.executable, "-c", VALIDATE_DRIVER, str(path), "--quick", "--no-update-metadata", *extra],
+def validate_driver(path: Path, env: dict, extra: list[str], quick: bool = True) -> tuple[float, float]:
+    """(seconds, the driver's peak RSS in MB) of ``dataset-validate PATH [--quick] --no-update-metadata EXTRA``."""
+    r = subprocess.run([sys.executable, "-c", VALIDATE_DRIVER, str(path), *(["--quick"] if quick else []),
+                        "--no-update-metadata", *extra],
                        capture_output=True, text=True, env=env)
     last = r.stdout.strip().splitlines()[-1].split() if r.stdout.strip() else []
     if len(last) != 3 or last[2] not in ("0", "1"):
@@ -225,6 +228,9 @@ def main() -> None:
     ap.add_argument("--validate-modes", nargs="+", default=["w1", "w2", "ray"], choices=["w1", "w2", "ray"],
                     help="validate-memory: in the driver's process (w1), --workers 2 (w2), --ray on a local "
                          "cluster of 2 nodes of 1 CPU (ray)")
+    ap.add_argument("--validate-full", action="store_true",
+                    help="validate-memory: the full validation (every check: replay, render, pixels) instead of "
+                         "--quick")
     ap.add_argument("--work", help="work folder (kept; default: a temporary one, removed)")
     ap.add_argument("--json", help="write the figures as JSON here")
     ap.add_argument("--plot", help="write the per-episode curves as a PNG here (needs matplotlib)")
@@ -272,16 +278,17 @@ def main() -> None:
                     record(fmt, n, "dataset-validate --quick",
                            timed([str(BIN / "dataset-validate"), str(path), "--quick", "--no-update-metadata"], env))
                 if want("validate-memory") and n <= args.validate_max:
+                    quick = not args.validate_full
                     for mode in args.validate_modes:
                         extra = {"w1": [], "w2": ["--workers", "2"]}.get(mode)
                         checks = ["--checks", *args.validate_checks] if args.validate_checks else []
                         if extra is None:
                             with LocalCluster() as address:
                                 s, rss = validate_driver(path, dict(env, RAY_AUTH_MODE="disabled"),
-                                                         ["--ray", address, *checks])
+                                                         ["--ray", address, *checks], quick)
                         else:
-                            s, rss = validate_driver(path, env, extra + checks)
-                        record(fmt, n, f"dataset-validate --quick, {mode}", s)
+                            s, rss = validate_driver(path, env, extra + checks, quick)
+                        record(fmt, n, f"dataset-validate {'--quick' if quick else '(full)'}, {mode}", s)
                         record(fmt, n, f"validate driver peak RSS MB, {mode}", rss, 0.0)
                 if want("merge"):
                     merged = work / f"{fmt}-{n}-merged"
