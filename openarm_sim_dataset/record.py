@@ -87,7 +87,7 @@ from . import layout
 from .errors import DatasetError, MetadataError
 from .lock import OutputLock, lock_path
 from .metadata import Metadata, load_yaml_document
-from .record_writer import DESCRIPTOR_WORDS, DISCARDED_KEY, pack_request as _pack_request
+from .record_writer import DESCRIPTOR_WORDS, DISCARDED_KEY, pack_request as _pack_request, put_frame as _put_frame
 from .writer import CAMERA_FORMATS
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -296,7 +296,8 @@ class Episode:
         in the recorder's encoder threads at ``jpeg_quality``). Returns False if it was not stored
         (discarded episode, or dropped)."""
         # the hot path of a camera callback: few Python operations, since the first call after the
-        # loop's sleep runs with its code and data out of the CPU's caches (tools/bench_record.py)
+        # loop's sleep runs with its code and data out of the CPU's caches (tools/bench_record.py); the
+        # copy and its descriptor are one compiled call where the package was built with a compiler
         if self._stopped or self.reason is not None:
             return self._refused()
         cam = self._cameras.get(camera)
@@ -316,7 +317,9 @@ class Episode:
             nbytes, shape = image.nbytes, (image.shape[0] << 32) | image.shape[1]
         cam.last = ts  # a dropped frame still shows the camera is alive
         p = self._producer
-        stored = p.put(image, nbytes, p.frame_limit, None, ts, cam.key, shape)
+        stored = _put_frame(p, image, nbytes, ts, cam.key) if _put_frame is not None and not shape else NotImplemented
+        if stored is NotImplemented:
+            stored = p.put(image, nbytes, p.frame_limit, None, ts, cam.key, shape)
         if not stored:
             self._drop(f"cameras/{camera}")
         if ts > self._deadline:

@@ -65,6 +65,18 @@ DESCRIPTOR_WORDS = 5
 #: memory model guarantees. Elsewhere (ARM's stores may be seen out of order, and Python has no memory
 #: barrier) the count goes in a pipe message, whose write and read order them.
 SHARED_DESCRIPTORS = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+try:  # the compiled frame put (built with the package where a C compiler is found; optional)
+    from . import _ringput
+except ImportError:  # pragma: no cover - the Python put() is the same steps
+    _ringput = None
+#: ``put_frame(producer, data, nbytes, ts, key)``: :meth:`Producer.put` of one frame of encoded bytes
+#: in one compiled call (True / False as put()), or NotImplemented where put() must do it (a turn held,
+#: descriptors not shared, not a simple buffer); None without the compiled module or with
+#: ``OPENARM_RECORD_PURE_PYTHON=1`` (the reference path, which tests compare it with)
+put_frame = None
+if _ringput is not None and os.environ.get("OPENARM_RECORD_PURE_PYTHON", "") != "1":
+    _ringput.configure(HEADER // 8, TAIL, PUBLISHED, TAKEN, DESCRIPTOR_WORDS)
+    put_frame = _ringput.put_frame
 #: Largest message (length prefix included): a pipe write of at most PIPE_BUF bytes is atomic.
 MAX_MESSAGE = 4096
 _LEN = struct.Struct("<I")

@@ -21,6 +21,10 @@ python3 -c "import ensurepip, venv" 2>/dev/null || _env_pkgs="$_env_pkgs python3
 if [ "${OPENARM_TEST_BROWSER:-0}" = 1 ] && [ -z "${OPENARM_CHROMIUM:-}" ]; then
   _env_pkgs="$_env_pkgs $(_env_missing chromium)"
 fi
+# the recorder's compiled frame put (setup.py; optional: without a compiler the package runs it in Python)
+if ! command -v cc >/dev/null && ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ]; then
+  _env_pkgs="$_env_pkgs gcc"
+fi
 _env_pkgs="$(echo $_env_pkgs)"
 if [ -n "$_env_pkgs" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -48,6 +52,10 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as 
   # robot-eval-logger 0.0.1 pins numpy<2 (rerun-sdk needs numpy>=2): without its dependencies, for
   # tests/test_convert_robot_eval_logger.py (the export needs only its data classes)
   [ "$_env_extra" != test ] || .venv/bin/python -m pip install -q --no-deps robot-eval-logger==0.0.1
+fi
+# a venv made before the compiled put existed (or before a compiler was installed): build it in place
+if command -v cc >/dev/null && ! .venv/bin/python -c "import openarm_sim_dataset._ringput" 2>/dev/null; then
+  .venv/bin/python -m pip install -q --no-deps -e . || echo "tools/env.sh: the recorder's compiled put did not build; the Python one runs" >&2
 fi
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
