@@ -120,17 +120,16 @@ def main(argv=None) -> int:
         # the scripted figure on the states the policy was evaluated on: a longer scripted run pairs only
         # its first episodes, and its whole-run rate is not the one the paired table compares
         sp = ev._rate(c["both"] + c["only_b"], c["pairs"])
-        evaluation["scripted"] = {"successes": sp["successes"], "episodes": sp["episodes"]}
-        if so["end"]["episodes"] != c["pairs"]:
-            evaluation["scripted"]["whole_run"] = {"successes": so["end"]["successes"],
-                                                   "episodes": so["end"]["episodes"]}
+        whole_run = ({"successes": so["end"]["successes"], "episodes": so["end"]["episodes"]}
+                     if so["end"]["episodes"] != c["pairs"] else None)
+        evaluation["scripted"] = {"successes": sp["successes"], "episodes": sp["episodes"],
+                                  **({"whole_run": whole_run} if whole_run else {})}
         evaluation["paired"] = {"only_policy": c["only_a"], "only_scripted": c["only_b"], "both": c["both"],
                                 "neither": c["neither"], "mcnemar_exact_p": float(f"{c['mcnemar_exact_p']:.4g}"),
                                 "difference": round(c["difference"], 4),
                                 "newcombe95": [round(x, 4) for x in c["newcombe95"]]}
         lo, hi = c["newcombe95"]
-        whole = (f" (its whole run: {so['end']['successes']}/{so['end']['episodes']})"
-                 if so["end"]["episodes"] != c["pairs"] else "")
+        whole = f" (its whole run: {whole_run['successes']}/{whole_run['episodes']})" if whole_run else ""
         lines.append(f"- `scripted` on the same initial states: {_pct(sp)}{whole}; paired: only the policy "
                      f"{c['only_a']}, only scripted {c['only_b']} (both {c['both']}, neither {c['neither']}), "
                      f"exact McNemar p = {c['mcnemar_exact_p']:.3g}, difference {c['difference']:+.1%} "

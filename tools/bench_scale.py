@@ -18,7 +18,7 @@ are timed whole:
   * ``dataset-info --json``, ``dataset-validate --quick``, ``dataset-merge --link`` (CLIs; merge of the
     N-episode dataset with the 2-episode source, ``--allow-duplicates`` as they share episodes)
   * ``validate-memory`` (only when asked, ``--only validate-memory``): ``dataset-validate --quick`` by a
-    driver that reports its own peak RSS (``ru_maxrss``, its workers excluded): in its own process
+    driver that reports its own peak RSS (``VmHWM``, its workers excluded): in its own process
     (``w1``), with ``--workers 2`` (``w2``) and with ``--ray`` on a local cluster of two nodes of one CPU
     each (``ray``): seconds per episode and the driver's peak RSS in MB (the "seconds" column)
     With ``--validate-full``, the same drivers run the full validation (every check, the physics

@@ -54,7 +54,10 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as 
   [ "$_env_extra" != test ] || .venv/bin/python -m pip install -q --no-deps robot-eval-logger==0.0.1
 fi
 # a venv made before the compiled put existed (or before a compiler was installed): build it in place
-if command -v cc >/dev/null && ! .venv/bin/python -c "import openarm_sim_dataset._ringput" 2>/dev/null; then
+# (only where it can build: a compiler and the venv's Python headers, or every run would reinstall)
+if command -v cc >/dev/null && .venv/bin/python -c "import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" 2>/dev/null \
+   && ! .venv/bin/python -c "import openarm_sim_dataset._ringput" 2>/dev/null; then
   .venv/bin/python -m pip install -q --no-deps -e . || echo "tools/env.sh: the recorder's compiled put did not build; the Python one runs" >&2
 fi
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
