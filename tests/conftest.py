@@ -355,32 +355,62 @@ def cpu_identity() -> str:
 
 #: tests/golden/none_generation.json: hashes of the session's generations, per CPU (see cpu_identity)
 GOLDEN_FILE = REPO / "tests" / "golden" / "none_generation.json"
-#: set to 1 to record this CPU's golden hashes (only after checking that no code change explains a
-#: mismatch: e.g. the last commit whose goldens passed gives the same bytes on this machine)
+#: set to 1 to record this CPU's golden hashes, and the reference values of generation_values.npz from
+#: this CPU's files (tests/golden_values.py), only after checking that no code change explains a mismatch
+#: (e.g. the last commit whose goldens passed gives the same bytes on this machine)
 RECORD_GOLDEN = os.environ.get("OPENARM_RECORD_GOLDEN") == "1"
+#: set to a CPU identity to run the golden tests as if on that CPU: "unseen" (no set has that name) takes
+#: the path of a CPU without a golden set of its own (tests/golden_values.py), on any machine
+GOLDEN_CPU_ENV = "OPENARM_GOLDEN_CPU"
+UNSEEN_CPU = "unseen"
+#: the value of a set in ``by_cpu`` that is the first recording's (top-level) set, byte for byte: a CPU
+#: that produces it names it so instead of holding a second copy of its hashes
+SAME_AS_FIRST = "first recording"
 
 
-def golden_set(gold: dict) -> tuple[dict, str]:
-    """(the hash sets recorded for this CPU, where they come from). A CPU without a set of its own is
-    compared with the first recording's (made before CPU identities were stored: on any CPU not listed
-    in ``by_cpu``); a mismatch there names this CPU and how to record it."""
-    me = cpu_identity()
+def golden_cpu() -> str:
+    """The CPU identity the golden tests compare as: OPENARM_GOLDEN_CPU when set, else :func:`cpu_identity`."""
+    return os.environ.get(GOLDEN_CPU_ENV) or cpu_identity()
+
+
+def golden_set(gold: dict, cpu: str | None = None) -> tuple[dict | None, str]:
+    """(the hash sets recorded for ``cpu`` (default :func:`golden_cpu`), where they come from), or (None,
+    why) for a CPU without a set of its own: its generations are then compared by
+    :func:`golden_values.compare_unseen` (the files' CPU-independent parts exactly, their physics-dependent
+    values within stated tolerances), since MuJoCo's physics differs in the last bits between CPUs."""
+    me = cpu or golden_cpu()
     own = (gold.get("by_cpu") or {}).get(me)
     if own is not None:
-        return own, f"recorded for CPU {me!r}"
-    return gold, (f"the first recording's (CPU not stored; this one, {me!r}, has no set of its own: if only the "
-                  "physics-dependent files differ and the code did not change them, record with OPENARM_RECORD_GOLDEN=1)")
+        return {k: (gold[k] if v == SAME_AS_FIRST else v) for k, v in own.items()}, f"recorded for CPU {me!r}"
+    return None, (f"CPU {me!r} has no golden set of its own: compared by value with the reference values "
+                  "(tests/golden/generation_values.npz); if only physics-dependent files differ and the code "
+                  "did not change them, its own set can be recorded with OPENARM_RECORD_GOLDEN=1")
+
+
+def golden_hashes(gold: dict, name: str) -> dict[str, set[str]]:
+    """Every recorded hash of each file of the generation ``name``: the first recording's and every CPU's."""
+    out: dict[str, set[str]] = {path: {digest} for path, digest in gold[name].items()}
+    for sets in (gold.get("by_cpu") or {}).values():
+        own = sets.get(name)
+        if isinstance(own, dict):
+            for path, digest in own.items():
+                out.setdefault(path, set()).add(digest)
+    return out
 
 
 def record_golden(name: str, value) -> None:
-    """Store ``value`` as this CPU's golden ``name`` in GOLDEN_FILE (OPENARM_RECORD_GOLDEN=1 only)."""
+    """Store ``value`` as this CPU's golden ``name`` in GOLDEN_FILE (OPENARM_RECORD_GOLDEN=1 only); a
+    value equal to the first recording's is stored as :data:`SAME_AS_FIRST`."""
     import fcntl
     import json
 
+    if os.environ.get(GOLDEN_CPU_ENV):
+        raise RuntimeError(f"refusing to record golden hashes under a simulated CPU ({GOLDEN_CPU_ENV} is set)")
     with open(GOLDEN_FILE.with_suffix(".lock"), "w") as lock:  # xdist workers may record at once
         fcntl.flock(lock, fcntl.LOCK_EX)
         gold = json.loads(GOLDEN_FILE.read_text())
-        gold.setdefault("by_cpu", {}).setdefault(cpu_identity(), {})[name] = value
+        stored = SAME_AS_FIRST if gold.get(name) == value else value
+        gold.setdefault("by_cpu", {}).setdefault(cpu_identity(), {})[name] = stored
         GOLDEN_FILE.write_text(json.dumps(gold, indent=1, sort_keys=False) + "\n")
 
 

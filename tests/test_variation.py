@@ -7,21 +7,38 @@ import hashlib
 import json
 import platform
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
-
-from conftest import GOLDEN_FILE, RECORD_GOLDEN, REPO, golden_set, record_golden, recorded_files, run_cli, tree_hashes
+from conftest import (
+    GOLDEN_CPU_ENV,
+    GOLDEN_FILE,
+    RECORD_GOLDEN,
+    REPO,
+    SUBPROCESS_ENV,
+    UNSEEN_CPU,
+    generate_cmd,
+    golden_hashes,
+    golden_set,
+    record_golden,
+    recorded_files,
+    run_cli,
+    tree_hashes,
+)
+from golden_values import JPEG_CELL_TOL, PHYSICS_ATOL, Report, compare_unseen, kind_of, record_golden_values
+from PIL import Image
 
 mujoco = pytest.importorskip("mujoco")
 
 from openarm_sim_dataset import Dataset, sidecar  # noqa: E402
 from openarm_sim_dataset.sim import models, scene  # noqa: E402
 from openarm_sim_dataset.sim.randomize import episode_params  # noqa: E402
-from openarm_sim_dataset.sim.variation import (  # noqa: E402
-    MODES, RANGES, VARIATION_STREAM, Variation, draw_variation)
+from openarm_sim_dataset.sim.variation import MODES, RANGES, VARIATION_STREAM, Variation, draw_variation  # noqa: E402
 
 GOLDEN = GOLDEN_FILE
 #: simulation keys of metadata.yaml that name the machine a dataset was made on, left out of the golden
@@ -117,6 +134,25 @@ def _hashes(root: Path) -> dict[str, str]:
     return out
 
 
+def check_golden(name: str, root: Path, gold: dict, cpu: str | None = None) -> Report | None:
+    """The golden comparison of the generation ``name`` at ``root``: on a CPU with a golden set of its own
+    (``cpu``, default conftest.golden_cpu), every file byte for byte (metadata.yaml as a document); on
+    any other, metadata.yaml as a document and every other file by golden_values.compare_unseen, whose
+    :class:`Report` it returns (None on the byte-for-byte path). Raises AssertionError on a difference."""
+    own, source = golden_set(gold, cpu)
+    got = _hashes(root)
+    if own is not None:
+        want = own[name]
+        assert set(got) == set(want), (name, sorted(set(got) ^ set(want))[:5], source)
+        assert [k for k in want if got[k] != want[k]] == [], (name, [k for k in want if got[k] != want[k]][:8], source)
+        return None
+    assert got.get("metadata.yaml") in golden_hashes(gold, name)["metadata.yaml"], \
+        (name, "metadata.yaml differs as a document (machine keys and git commit aside)", source)
+    report = compare_unseen(name, root, gold)
+    report.check(source)
+    return report
+
+
 def test_randomize_none_writes_todays_files_byte_for_byte(generated, tiny_generated):
     """`--randomize none` (the default) keeps every file of a generation as it was before randomisation
     existed: the session's two generations (in-process SMALL, and a dataset-generate process with TINY)
@@ -125,18 +161,222 @@ def test_randomize_none_writes_todays_files_byte_for_byte(generated, tiny_genera
     them); metadata.yaml compared as a document (its git commit and the keys naming the machine aside),
     so no key was added either. Sidecar schema 2 (issue 18) changed sidecar.npz (two arrays added), hence
     the manifests, and simulation.schema_version: those hashes are of schema 2 (see the golden file's
-    ``about``)."""
-    gold, source = golden_set(_golden_or_skip())
+    ``about``). On a CPU without a golden set of its own (issue 35 item 6), the files' CPU-independent
+    parts byte for byte and their physics-dependent values within the tolerances of tests/golden_values.py
+    (see :func:`check_golden`)."""
+    gold = _golden_or_skip()
     for name, root in (("generated", generated), ("tiny_generated", tiny_generated["path"])):
-        got = _hashes(root)
         if RECORD_GOLDEN:
-            record_golden(name, got)
+            record_golden(name, _hashes(root))
+            record_golden_values(name, root)
             continue
-        want = gold[name]
-        assert set(got) == set(want), (name, sorted(set(got) ^ set(want))[:5], source)
-        assert [k for k in want if got[k] != want[k]] == [], (name, [k for k in want if got[k] != want[k]][:8], source)
+        check_golden(name, root, gold)
         doc = yaml.safe_load((root / "metadata.yaml").read_text())
         assert "randomization" not in doc["simulation"] and all("variation" not in e for e in doc["episodes"])
+
+
+# ------------------------------------ the golden comparison on a CPU without a set (issue 35 item 6)
+#: a CPU made up for the tests: its golden sets are the session's own generations, so that the
+#: byte-for-byte path runs on any machine, this machine's bytes being the recorded ones
+RECORDING_CPU = "Test Recording CPU of the session's generations"
+
+
+def _as_recorded(gold: dict, roots: dict[str, Path]) -> dict:
+    """``gold`` plus RECORDING_CPU, whose own sets are the hashes of the generations at ``roots``."""
+    out = json.loads(json.dumps(gold))
+    out.setdefault("by_cpu", {})[RECORDING_CPU] = {name: _hashes(root) for name, root in roots.items()}
+    return out
+
+
+def _copy(source: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "ds"
+    shutil.copytree(source, root)
+    return root
+
+
+def _refresh_manifest(root: Path, rel: str, old_rel: str | None = None) -> None:
+    """Write the digest and size of the file ``rel`` (renamed from ``old_rel``) in its episode's manifest,
+    as a generator on another CPU would have: only the changed file then differs."""
+    ep, inner = root.joinpath(*rel.split("/")[:2]), rel.split("/", 2)[2]
+    old = old_rel.split("/", 2)[2] if old_rel else inner
+    data = (root / rel).read_bytes()
+    lines = []
+    for line in (ep / "manifest.sha256").read_text().splitlines():
+        if not line.startswith("#") and line.endswith("  " + old):
+            line = f"{hashlib.sha256(data).hexdigest()}  {inner}"
+        elif line.startswith("# size ") and line.endswith(" " + old):
+            line = f"# size {len(data)} {inner}"
+        lines.append(line)
+    (ep / "manifest.sha256").write_text("\n".join(lines) + "\n")
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    """Write ``table`` as the generator does (its list columns' items named ``item``, as pyarrow builds them;
+    a read table names them ``element``): a table read and written again is the same bytes."""
+    fields = [pa.field(f.name, pa.list_(f.type.value_type)) if pa.types.is_list(f.type) else f for f in table.schema]
+    pq.write_table(table.cast(pa.schema(fields)), path)
+
+
+def _rewrite_parquet(path: Path, column: str, index: int, change) -> None:
+    """Rewrite a state parquet as the generator writes it, with value ``index`` of the list column ``column``
+    (flattened) replaced by ``change(value)``."""
+    table = pq.read_table(path)
+    col = table[column].combine_chunks()
+    values = col.flatten().to_numpy().copy()
+    values[index] = change(values[index])
+    new = pa.ListArray.from_arrays(col.offsets, pa.array(values, type=col.type.value_type)).cast(col.type)
+    _write_parquet(table.set_column(table.column_names.index(column), table.schema.field(column), new), path)
+
+
+def test_unseen_cpu_path_passes_on_this_machines_generations(generated, tiny_generated, monkeypatch):
+    """The session's generations pass the path of a CPU without a golden set of its own, taken here with
+    OPENARM_GOLDEN_CPU=unseen (on any machine), and that path compares values: the physics-dependent
+    files it reads (all, on the CPU the reference values come from) are compared to the reference."""
+    gold = _golden_or_skip()
+    monkeypatch.setenv(GOLDEN_CPU_ENV, UNSEEN_CPU)
+    assert golden_set(gold)[0] is None
+    for name, root, files in (("generated", generated, 218), ("tiny_generated", tiny_generated["path"], 48)):
+        report = check_golden(name, root, gold)
+        assert report is not None and report.files == files == report.by_value + report.by_hash, report
+        assert report.by_value > 0 and report.values > 100_000, report
+
+
+@pytest.mark.parametrize("change", ["metadata value", "parquet timestamp", "sidecar frame timestamp", "jpeg name"])
+def test_a_cpu_independent_change_fails_both_paths(change, tiny_generated, tmp_path):
+    """What does not depend on the CPU's floating-point path is compared exactly on both paths, also when
+    the manifest was rewritten to match (as another CPU's generator would): a metadata.yaml value, a
+    timestamp of a parquet, an integer array of the sidecar, a frame's file name."""
+    gold = _golden_or_skip()
+    recorded = _as_recorded(gold, {"tiny_generated": tiny_generated["path"]})
+    root = _copy(tiny_generated["path"], tmp_path)
+    if change == "metadata value":
+        doc = yaml.safe_load((root / "metadata.yaml").read_text())
+        doc["frequencies"]["obs"]["arms"]["right"] = 251.0
+        (root / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        unseen = "metadata.yaml differs as a document"
+    elif change == "parquet timestamp":
+        rel = "episodes/0/action/arms/left/state.parquet"
+        table = pq.read_table(root / rel)
+        stamps = table["timestamp"].combine_chunks().cast(pa.int64()).to_numpy().copy()
+        stamps[5] += 1
+        _write_parquet(table.set_column(0, table.schema.field("timestamp"),
+                                        pa.array(stamps).cast(table.schema.field("timestamp").type)), root / rel)
+        _refresh_manifest(root, rel)
+        unseen = f"{rel}: timestamp values differs"
+    elif change == "sidecar frame timestamp":
+        rel = "episodes/1/sim/sidecar.npz"
+        with np.load(root / rel, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["frame_timestamp"][3] += 1
+        sidecar.save_npz(root / rel, arrays)
+        _refresh_manifest(root, rel)
+        unseen = f"{rel}: frame_timestamp differs"
+    else:
+        old = "episodes/0/cameras/head/1900000000400000000.jpeg"
+        rel = old.replace("400000000.jpeg", "400000001.jpeg")
+        (root / old).rename(root / rel)
+        _refresh_manifest(root, rel, old)
+        unseen = "the files differ from the golden set's"
+    with pytest.raises(AssertionError, match=unseen):
+        check_golden("tiny_generated", root, gold, cpu=UNSEEN_CPU)
+    with pytest.raises(AssertionError, match="tiny_generated"):
+        check_golden("tiny_generated", root, recorded, cpu=RECORDING_CPU)
+
+
+def test_a_float_beyond_the_tolerance_fails_the_unseen_path_and_one_ulp_the_byte_path(tiny_generated, tmp_path):
+    """A state parquet's value moved by 1 ulp (what another CPU's physics does) passes the unseen path and
+    fails the byte-for-byte one; moved by more than the tolerance, it fails the unseen path, whose message
+    names the file, the column, the deviation and the tolerance."""
+    gold = _golden_or_skip()
+    recorded = _as_recorded(gold, {"tiny_generated": tiny_generated["path"]})
+    root = _copy(tiny_generated["path"], tmp_path)
+    rel = "episodes/0/obs/arms/right/state.parquet"
+    path, original = root / rel, (root / rel).read_bytes()
+    _rewrite_parquet(path, "qpos", 800 * 8 + 2, lambda v: v)
+    assert path.read_bytes() == original  # the rewrite alone moves no byte: the ulp below is the only change
+    _rewrite_parquet(path, "qpos", 800 * 8 + 2, lambda v: np.nextafter(v, np.float32(np.inf)))
+    assert path.read_bytes() != original
+    # the manifest must hold the file's digest: stale, it fails (naming it), rewritten, it passes
+    with pytest.raises(AssertionError, match="episodes/0/manifest.sha256: lists SHA-256 .* for obs/arms/right/state.parquet"):
+        check_golden("tiny_generated", root, gold, cpu=UNSEEN_CPU)
+    _refresh_manifest(root, rel)
+    report = check_golden("tiny_generated", root, gold, cpu=UNSEEN_CPU)
+    assert report.by_value > 0 and report.values > 0
+    with pytest.raises(AssertionError, match=rel):
+        check_golden("tiny_generated", root, recorded, cpu=RECORDING_CPU)
+
+    _rewrite_parquet(path, "qpos", 800 * 8 + 2, lambda v: v + np.float32(3 * PHYSICS_ATOL))
+    _refresh_manifest(root, rel)
+    with pytest.raises(AssertionError) as failed:
+        check_golden("tiny_generated", root, gold, cpu=UNSEEN_CPU)
+    message = str(failed.value)
+    assert f"{rel} column qpos: largest deviation 0.0003 at [800, 2]" in message, message
+    assert f"the tolerance is {PHYSICS_ATOL:g}" in message and message.count("\n  ") == 1, message
+
+
+@pytest.mark.parametrize("rel", ["episodes/1/sim/sidecar.npz", "episodes/0/cameras/head/1900000000400000000.jpeg",
+                                 "episodes/1/obs/arms/right/state.parquet", "episodes/0/manifest.sha256"])
+def test_a_flipped_byte_fails_the_byte_for_byte_path(rel, tiny_generated, tmp_path):
+    """On a CPU with a golden set of its own nothing is tolerated: one flipped bit of any file fails, naming it
+    (on RECORDING_CPU, any machine; and against the golden file's own set where this CPU has one)."""
+    gold = _golden_or_skip()
+    recorded = _as_recorded(gold, {"tiny_generated": tiny_generated["path"]})
+    root = _copy(tiny_generated["path"], tmp_path)
+    data = bytearray((root / rel).read_bytes())
+    data[len(data) // 2] ^= 1
+    (root / rel).write_bytes(bytes(data))
+    with pytest.raises(AssertionError, match=rel):
+        check_golden("tiny_generated", root, recorded, cpu=RECORDING_CPU)
+    if golden_set(gold)[0] is not None:  # a recording CPU: the golden file's set sees it too
+        with pytest.raises(AssertionError, match=rel):
+            check_golden("tiny_generated", root, gold)
+
+
+def test_a_changed_jpeg_fails_the_unseen_path(generated, tmp_path):
+    """A camera frame is compared decoded, as a thumbnail: re-encoded with its own quantisation tables it
+    passes the unseen path; with a bright 16x16 block painted in, it fails, naming the file."""
+    gold = _golden_or_skip()
+    root = _copy(generated, tmp_path)
+    rel = "episodes/0/cameras/head/1900000001000000000.jpeg"
+    with Image.open(root / rel) as im:
+        im.load()
+        original = (root / rel).read_bytes()
+        im.save(root / rel, quality="keep")
+        _refresh_manifest(root, rel)
+        assert (root / rel).read_bytes() != original
+        check_golden("generated", root, gold, cpu=UNSEEN_CPU)
+        im.paste((255, 255, 255), (48, 40, 64, 56))
+        im.save(root / rel, quality="keep")
+    _refresh_manifest(root, rel)
+    with pytest.raises(AssertionError) as failed:
+        check_golden("generated", root, gold, cpu=UNSEEN_CPU)
+    message = str(failed.value)
+    assert f"{rel} array thumbnail" in message and f"(tolerance {JPEG_CELL_TOL:g})" in message, message
+    assert message.count("\n  ") == 1, message
+
+
+@pytest.mark.slow
+def test_a_generation_on_another_floating_point_path_passes_by_value_only(tiny_generated, tmp_path):
+    """A real change of the floating-point path, on this machine: dataset-generate (TINY) with glibc's FMA
+    and AVX2 variants of libm switched off (GLIBC_TUNABLES), as on a CPU that takes other SIMD paths. Its
+    physics-dependent files differ in the last bits from the session's: it fails the byte-for-byte path
+    and passes the unseen CPU's."""
+    gold = _golden_or_skip()
+    out = tmp_path / "other"
+    env = dict(SUBPROCESS_ENV, GLIBC_TUNABLES="glibc.cpu.hwcaps=-AVX2,-FMA")
+    r = subprocess.run(generate_cmd(out), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    here, there = _hashes(tiny_generated["path"]), _hashes(out)
+    differ = sorted(k for k in here if here[k] != there.get(k))
+    if not differ:
+        pytest.skip("glibc takes the same floating-point path without FMA and AVX2 on this machine")
+    assert set(here) == set(there) and all(kind_of(k) for k in differ), differ
+    with pytest.raises(AssertionError, match="tiny_generated"):
+        check_golden("tiny_generated", out, _as_recorded(gold, {"tiny_generated": tiny_generated["path"]}),
+                     cpu=RECORDING_CPU)
+    report = check_golden("tiny_generated", out, gold, cpu=UNSEEN_CPU)
+    assert report.by_value > 0 and report.values > 0
 
 
 # -------------------------------------------------------------- per-episode model, renderer
@@ -223,8 +463,6 @@ def test_randomised_episodes_differ_in_variation_and_pixels_not_in_initial_state
 @pytest.mark.slow
 def test_shards_of_a_randomised_run_merge_into_the_files_of_one_run(tmp_path):
     import subprocess
-
-    from conftest import SUBPROCESS_ENV, generate_cmd
 
     whole, a, b = tmp_path / "whole", tmp_path / "a", tmp_path / "b"
     for out, rng in ((whole, ["--episodes", "2"]), (a, ["--episode-range", "0:1"]), (b, ["--episode-range", "1:2"])):
