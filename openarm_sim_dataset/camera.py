@@ -38,7 +38,7 @@ class Frame:
 
     __slots__ = ("camera", "index", "timestamp_ns")
 
-    def __init__(self, camera: "Camera", index: int, timestamp_ns: int):
+    def __init__(self, camera: Camera, index: int, timestamp_ns: int):
         self.camera = camera
         self.index = index
         self.timestamp_ns = timestamp_ns
@@ -117,7 +117,7 @@ def decode_jpeg(data: bytes, path: str | os.PathLike = "<bytes>", header_only: b
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise CameraError(path, f"declares more than the {MAX_FRAME_PIXELS} pixels allowed (decompression bomb)") from None
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+    except (OSError, SyntaxError, ValueError) as e:
         raise CameraError(path, f"not a decodable JPEG ({str(e).splitlines()[0][:120]})") from None
 
 
@@ -131,7 +131,7 @@ def decode_jpeg_chw(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndar
 @lru_cache(maxsize=256)
 def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(timestamps, offsets, sizes) of a camera tar, sorted by timestamp. Cached per file version."""
-    fast = _ustar_index(path)
+    fast = ustar_index(path)
     if fast is not None:
         return _sorted_unique(path, *fast)
     stamps, offsets, sizes = [], [], []
@@ -156,7 +156,7 @@ def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.nda
 _ZERO_BLOCK = bytes(512)
 
 
-def _ustar_index(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def ustar_index(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The index of a plain USTAR/GNU tar of regular members named ``<integer>.jpeg`` (what every writer
     of the format makes), read from the 512-byte headers alone: ~25x cheaper than ``tarfile``, which
     dominated ``dataset-info`` on tar cameras. None for anything else (an extended header, a long name,

@@ -1,26 +1,31 @@
 """``Dataset``: episodes of any OpenArm layout, their streams and cameras, and resampling.
 
-The Dataset knows how to find and read streams; it does not know converters or validators exist
-(they take a Dataset). Time stays in int64 nanoseconds; ``use_unixtime`` converts at the edge.
+The Dataset knows how to find and read streams; resampling is :mod:`.resample`'s, DataFrames are
+:mod:`.dataframe`'s. It does not import converters or validators (they take a Dataset, and sit above
+it): :meth:`Dataset.write` finds the converter of a format in :mod:`.formats`, where the converters
+register themselves. Time stays in int64 nanoseconds; ``use_unixtime`` converts at the edge.
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from . import layout, sampler, sidecar
-from .camera import Camera, Frame
+from . import formats, kinematics, layout, sampler, sidecar, smoothing as sm
+from .camera import Camera
+from .dataframe import stream_dataframe
 from .errors import DatasetError, StreamError
 from .metadata import Metadata
-from .sampler import Sample
-from .smoothing import check as smoothing_check
+from .resample import (
+    CameraDict,
+    SampleSequence,
+    check_stamps,
+    episode_grid,  # noqa: F401 (re-exported: the PyTorch loader's index imports it from here)
+)
 from .streams import Stream, read_attribute_file, read_state_file, read_timestamps
 from .writer import (
     ComponentStreams,
@@ -89,7 +94,7 @@ class Dataset:
         """Low-pass filter obs/action streams from now on (``cutoff`` in Hz; None: off). ``smoothing``:
         ``filtfilt`` (openarm_dataset's, zero phase, looks ahead) or ``lfilter`` (causal: a value never
         depends on later samples)."""
-        smoothing_check(cutoff, smoothing)
+        sm.check(cutoff, smoothing)
         self._cutoff, self._smoothing = cutoff, smoothing
 
     # ------------------------------------------------------------------ episodes
@@ -200,11 +205,9 @@ class Dataset:
               smoothing: str | None) -> dict[str, pd.DataFrame]:
         streams = self.streams(episode, kind)
         if state is not None:
-            from . import kinematics
-
             streams = kinematics.represent_streams(self, episode, kind, streams, state)
         streams = self.smoothed(kind, streams, cutoff, smoothing)
-        return {k: _frame(s, use_unixtime) for k, s in streams.items()}
+        return {k: stream_dataframe(s, use_unixtime) for k, s in streams.items()}
 
     def smoothed(self, kind: str, streams: dict[str, Stream], cutoff: float | None = None,
                  smoothing: str | None = None) -> dict[str, Stream]:
@@ -212,8 +215,6 @@ class Dataset:
         default: unchanged). Each stream's rate is the one metadata.yaml declares for it (250 Hz,
         openarm_dataset's fixed value, when it declares none); pose quaternions and rot6d columns are
         renormalised afterwards, as openarm_dataset does."""
-        from . import smoothing as sm
-
         cutoff = self._cutoff if cutoff is None else cutoff
         mode = smoothing or self._smoothing
         if cutoff is None:
@@ -287,11 +288,8 @@ class Dataset:
         sampler.period_ns(hz)
         if align not in sampler.ALIGNMENTS:
             raise ValueError(f"align must be one of {sampler.ALIGNMENTS}, not {align!r}")
-        if state is not None:
-            from .kinematics import STATES
-
-            if state not in STATES:
-                raise ValueError(f"state must be one of {STATES}, not {state!r}")
+        if state is not None and state not in kinematics.STATES:
+            raise ValueError(f"state must be one of {kinematics.STATES}, not {state!r}")
         episodes = self.meta.episodes if episode is None else [self.episode(episode)]
         return SampleSequence(self, episodes, hz, align, decode, workers, state)
 
@@ -311,51 +309,17 @@ class Dataset:
         for kind in layout.KINDS:
             for f in self.stream_files(episode, kind):
                 stamps, names = read_timestamps(f.path)
-                # named like the first stream of the file, as _episode_plan's check names it
+                # named like the first stream of the file, as episode_grid's check (sampling) names it
                 first = f.attribute or next((n for n in names if n != layout.TIMESTAMP_COLUMN), "state")
-                _check_stamps(stamps, f.path, f"{f.prefix}/{first}")
+                check_stamps(stamps, f.path, f"{f.prefix}/{first}")
                 stamp_arrays.append(stamps)
         for name, cam in self.load_cameras(episode).items():
-            _check_stamps(cam.timestamps, cam.path, f"camera {name}")
+            check_stamps(cam.timestamps, cam.path, f"camera {name}")
             stamp_arrays.append(cam.timestamps)
         if not stamp_arrays:
             raise StreamError(self.episode_path(episode), "episode has no streams and no cameras")
         start, end = sampler.common_range(stamp_arrays)
         return sampler.time_grid(start, end, hz)
-
-    def _episode_plan(self, episode: dict, hz: float, how: str) -> _EpisodePlan:
-        ep_id = self.episode_id(episode)
-        groups = {kind: self.streams(episode, kind) for kind in layout.KINDS}
-        cameras = self.load_cameras(episode)
-        sim = self.sim_streams(episode)
-        grid = episode_grid(self.episode_path(episode), groups, cameras, hz)
-        groups = {kind: self.smoothed(kind, streams) for kind, streams in groups.items()}
-        gathered = {
-            kind: [(key, s.values[sampler.align(s.timestamps, grid, how)]) for key, s in streams.items()]
-            for kind, streams in groups.items()
-        }
-        sim_rows = [(key, vals[sampler.align(ts, grid, how)]) for key, (ts, vals) in sim.items()]
-        cam_idx = [(name, cam, sampler.align(cam.timestamps, grid, how)) for name, cam in cameras.items()]
-        # a CameraDict (legacy names as keys) only where the dataset stores legacy names, the only case
-        # where ported code asks for them; elsewhere a plain dict keeps the per-sample cost down
-        renamed = any(self.meta.stored_camera_name(name) != name for name in cameras)
-        return _EpisodePlan(ep_id, grid, gathered["obs"], gathered["action"], sim_rows, cam_idx, renamed)
-
-    def _sample_episode(self, episode: dict, hz: float, how: str, pool) -> Iterator[Sample]:
-        plan = self._episode_plan(episode, hz, how)
-        if pool is None:
-            cam_cols = [(name, [Frame(cam, int(i), int(cam.timestamps[i])) for i in idx]) for name, cam, idx in plan.cameras]
-        else:
-            cam_cols = [(name, _DecodedColumn(cam, idx, *pool)) for name, cam, idx in plan.cameras]
-        ep, obs, action, sim = plan.episode, plan.obs, plan.action, plan.sim
-        if plan.renamed:
-            for k, t in enumerate(plan.grid.tolist()):
-                yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
-                             CameraDict([(name, col[k]) for name, col in cam_cols]), {key: v[k] for key, v in sim})
-            return
-        for k, t in enumerate(plan.grid.tolist()):  # the hot loop: inlined, plain dicts (no alias to resolve)
-            yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
-                         {name: col[k] for name, col in cam_cols}, {key: v[k] for key, v in sim})
 
     # ----------------------------------------------------------------- validation
     def validate(self, on_error: Callable[[str], object] | None = None, **options):
@@ -365,7 +329,7 @@ class Dataset:
         openarm_dataset's bool). ``on_error`` (openarm_dataset's callback) is called with
         ``<file>: includes null values`` for each stream file holding a null/NaN, then with
         ``<check>: <detail>`` for each failed check. Does not modify the dataset."""
-        from .validate import validate
+        from .validate import validate  # above the reader (imports it) and 0.1-0.4 s to import: on call
 
         report = validate(self, **options)
         if on_error is not None:
@@ -410,9 +374,8 @@ class Dataset:
         """
         out = Path(out)
         if format not in (None, "openarm"):
-            from .convert import write_format
-
-            return write_format(self, out, format, camera_format=camera_format, **options)
+            # the converters sit above the reader: formats imports them on first use, they register there
+            return formats.writer(format)(self, out, format, camera_format=camera_format, **options)
         if options:
             raise TypeError(f"unexpected options for the openarm format: {', '.join(sorted(options))}")
         chosen = self.meta.episodes if episodes is None else [self.episode(e) for e in episodes]
@@ -427,234 +390,3 @@ class Dataset:
             meta.data["episodes"] = [dict(ep) for ep in meta.episodes if layout.check_name(ep["id"], "episode id") in keep]
             meta.write(tmp)
         return out
-
-
-class CameraDict(dict):
-    """``{name: Camera}`` where a legacy name (``left_wrist``, ``right_wrist``) finds the camera that
-    this package calls ``wrist_left``/``wrist_right``, as ported openarm_dataset code asks for it."""
-
-    def _alias(self, key):
-        new = layout.LEGACY_CAMERA_RENAMES.get(key) if isinstance(key, str) else None
-        return new if new is not None and dict.__contains__(self, new) else None
-
-    def __missing__(self, key):
-        alias = self._alias(key)
-        if alias is None:
-            raise KeyError(key)
-        return self[alias]
-
-    def __contains__(self, key) -> bool:
-        return dict.__contains__(self, key) or self._alias(key) is not None
-
-    def get(self, key, default=None):
-        return self[key] if key in self else default
-
-
-class _EpisodePlan:
-    """One episode's sampling, decided: the grid and, per stream, the rows picked at each grid point."""
-
-    __slots__ = ("episode", "grid", "obs", "action", "sim", "cameras", "renamed")
-
-    def __init__(self, episode: str, grid: np.ndarray, obs: list, action: list, sim: list, cameras: list,
-                 renamed: bool):
-        self.episode, self.grid, self.obs, self.action, self.sim, self.cameras = episode, grid, obs, action, sim, cameras
-        self.renamed = renamed
-
-    def frames(self, k: int, decode: bool) -> dict:
-        out = CameraDict() if self.renamed else {}
-        for name, cam, idx in self.cameras:
-            i = int(idx[k])
-            f = Frame(cam, i, int(cam.timestamps[i]))
-            if decode:
-                arr = f.load()
-                arr.flags.writeable = False
-                out[name] = arr
-            else:
-                out[name] = f
-        return out
-
-    def sample(self, k: int, t: int, cameras: dict) -> Sample:
-        return Sample(self.episode, t, {key: v[k] for key, v in self.obs}, {key: v[k] for key, v in self.action},
-                      cameras, {key: v[k] for key, v in self.sim})
-
-
-class SampleSequence(Sequence):
-    """The samples of :meth:`Dataset.sample`, built on access.
-
-    ``len()`` reads only timestamps (once per episode); ``seq[k]`` (negative too) loads the episode
-    holding k and keeps that one episode's arrays; ``seq[a:b:c]`` is a list of those samples;
-    iterating goes episode by episode (frames decoded ahead with ``decode=True``) and can be repeated.
-    ``next(seq)`` continues a private iterator, so code written for the generator this used to be
-    still runs. Memory stays that of one episode however long the dataset.
-    """
-
-    def __init__(self, ds: Dataset, episodes: list[dict], hz: float, align: str, decode: bool,
-                 workers: int | None, state: str | None):
-        self._ds, self._episodes, self._hz, self._align = ds, episodes, hz, align
-        self._decode, self._workers, self._state = decode, workers, state
-        self._lengths: list[int] | None = None
-        self._offsets: np.ndarray | None = None
-        self._cached: tuple[int, _EpisodePlan, list | None] | None = None
-        self._cursor: Iterator[Sample] | None = None
-
-    # -------------------------------------------------------------- sizes
-    def _sizes(self, upto: int | None = None) -> np.ndarray:
-        """Offsets of the episodes' first samples, read up to the episode holding sample ``upto``
-        (None: all): the first sample of a 100,000-episode dataset reads one episode's stamps."""
-        if self._lengths is None:
-            self._lengths = []
-        n = len(self._episodes)
-        if len(self._lengths) < n and (upto is None or self._offsets is None or self._offsets[-1] <= upto):
-            total = int(self._offsets[-1]) if self._offsets is not None else 0
-            while len(self._lengths) < n and (upto is None or total <= upto):
-                self._lengths.append(len(self._ds.sample_grid(self._episodes[len(self._lengths)], self._hz)))
-                total += self._lengths[-1]
-            self._offsets = np.cumsum([0] + self._lengths)
-        if self._offsets is None:
-            self._offsets = np.zeros(1, dtype=np.int64)
-        return self._offsets
-
-    def __len__(self) -> int:
-        return int(self._sizes()[-1])
-
-    # ------------------------------------------------------------ access
-    def _episode(self, e: int) -> tuple[_EpisodePlan, list | None]:
-        if self._cached is None or self._cached[0] != e:
-            self._cached = None  # release the previous episode's arrays before loading the next
-            plan = self._ds._episode_plan(self._episodes[e], self._hz, self._align)
-            converted = None
-            if self._state is not None:  # FK/IK run per episode in one batch, as when iterating
-                from . import kinematics
-
-                batch = [plan.sample(k, t, plan.frames(k, False)) for k, t in enumerate(plan.grid.tolist())]
-                converted = list(kinematics._convert_batch(self._ds, batch, self._state)) if batch else []
-            self._cached = (e, plan, converted)
-        return self._cached[1], self._cached[2]
-
-    def _item(self, k: int) -> Sample:
-        offsets = self._sizes(k)
-        e = int(np.searchsorted(offsets, k, side="right") - 1)
-        plan, converted = self._episode(e)
-        j = k - int(offsets[e])
-        if converted is not None:
-            return self._item_of(plan, converted, j)
-        return plan.sample(j, int(plan.grid[j]), plan.frames(j, self._decode))
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self._item(k) for k in range(*index.indices(len(self)))]
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"sample indices must be integers or slices, not {type(index).__name__}")
-        index = int(index)
-        if index >= 0:
-            offsets = self._sizes(index)
-            if index < offsets[-1]:
-                return self._item(index)
-        n = len(self)
-        if not -n <= index < n:
-            raise IndexError(f"sample index {index} out of range ({n} samples)")
-        return self._item(index % n)
-
-    def __iter__(self) -> Iterator[Sample]:
-        if self._state is not None:
-            for e in range(len(self._episodes)):
-                plan, converted = self._episode(e)
-                yield from (self._item_of(plan, converted, j) for j in range(len(converted)))
-            return
-        if not self._decode:
-            for ep in self._episodes:
-                yield from self._ds._sample_episode(ep, self._hz, self._align, None)
-            return
-        workers = self._workers or os.cpu_count() or 1
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jpeg") as pool:
-            for ep in self._episodes:
-                yield from self._ds._sample_episode(ep, self._hz, self._align, (pool, workers))
-
-    def _item_of(self, plan: _EpisodePlan, converted: list, j: int) -> Sample:
-        s = converted[j]
-        if self._decode:
-            return Sample(s.episode, s.timestamp_ns, s.obs, s.action, plan.frames(j, True), s.sim)
-        return s
-
-    def __next__(self) -> Sample:
-        if self._cursor is None:
-            self._cursor = iter(self)
-        return next(self._cursor)
-
-    def __repr__(self) -> str:
-        n = "?" if self._offsets is None or len(self._lengths or ()) < len(self._episodes) else str(len(self))
-        return f"SampleSequence({n} samples of {len(self._episodes)} episode(s) at {self._hz:g} Hz, align={self._align!r})"
-
-
-def episode_grid(where: Path, groups: Mapping[str, Mapping[str, Stream]], cameras: Mapping[str, Camera],
-                 hz: float) -> np.ndarray:
-    """The sampling grid (int64 ns) of one episode's loaded streams (``{kind: {key: Stream}}``) and cameras:
-    ``time_grid`` over their common range, after checking that each is non-empty and strictly increasing
-    (a :class:`StreamError` names the file). What :meth:`Dataset.sample` and the PyTorch loader sample on."""
-    stamp_arrays = []
-    for streams in groups.values():
-        for key, s in streams.items():
-            _check_stamps(s.timestamps, s.path, key)
-            stamp_arrays.append(s.timestamps)
-    for name, cam in cameras.items():
-        _check_stamps(cam.timestamps, cam.path, f"camera {name}")
-        stamp_arrays.append(cam.timestamps)
-    if not stamp_arrays:
-        raise StreamError(where, "episode has no streams and no cameras")
-    return sampler.time_grid(*sampler.common_range(stamp_arrays), hz)
-
-
-def _check_stamps(stamps: np.ndarray, path: Path, what: str) -> None:
-    if len(stamps) == 0:
-        raise StreamError(path, f"{what} is empty: nothing to sample")
-    if not sampler.is_strictly_increasing(stamps):
-        raise StreamError(path, f"{what} timestamps are not strictly increasing")
-
-
-def _frame(stream: Stream, use_unixtime: bool) -> pd.DataFrame:
-    import pandas as pd  # only DataFrame users pay for pandas (~0.3 s to import)
-
-    if use_unixtime:
-        index = pd.Index(stream.timestamps / 1e9, name="timestamp")
-    else:
-        index = pd.DatetimeIndex(stream.timestamps.view("datetime64[ns]"), name="timestamp")
-    return pd.DataFrame(stream.values, index=index, columns=list(stream.columns))
-
-
-class _DecodedColumn:
-    """Indexable in increasing order only; keeps at most ``4 * workers`` decodes in flight."""
-
-    def __init__(self, cam: Camera, idx: np.ndarray, pool: ThreadPoolExecutor, workers: int):
-        self._cam = cam
-        change = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]]) if len(idx) else np.empty(0, np.int64)
-        self._unique = idx[change].tolist()  # consecutive repeats decoded once
-        self._slot = np.cumsum(np.r_[True, idx[1:] != idx[:-1]]) - 1 if len(idx) else idx
-        self._slot = self._slot.tolist()
-        self._pool = pool
-        self._pending: deque = deque()
-        self._next_submit = 0
-        self._current = (-1, None)
-        self._window = 4 * workers
-
-    def _decode(self, i: int) -> np.ndarray:
-        arr = self._cam.get_frame(i).load()
-        arr.flags.writeable = False
-        return arr
-
-    def _fill(self) -> None:
-        while self._next_submit < len(self._unique) and len(self._pending) < self._window:
-            i = self._next_submit
-            self._pending.append((i, self._pool.submit(self._decode, self._unique[i])))
-            self._next_submit += 1
-
-    def __getitem__(self, k: int) -> np.ndarray:
-        slot = self._slot[k]
-        if slot == self._current[0]:
-            return self._current[1]
-        self._fill()
-        while True:
-            s, fut = self._pending.popleft()
-            self._fill()
-            if s == slot:
-                self._current = (s, fut.result())
-                return self._current[1]

@@ -38,7 +38,9 @@ from pathlib import Path
 
 from . import layout
 from .atomic import TMP_PREFIX, atomic_write_bytes
+from .camera import Camera
 from .errors import CameraError, DatasetError
+from .streams import read_timestamps
 
 #: Version of the summary document (its ``summary`` key); a reader ignores any other.
 SUMMARY_VERSION = 1
@@ -86,8 +88,6 @@ def jpeg_size(data: bytes, path: str | os.PathLike = "<bytes>") -> tuple[int, in
 
 def stream_figures(path: Path) -> dict:
     """Rows, value columns and stamps (first, last, min, max; int ns) of one parquet stream."""
-    from .streams import read_timestamps
-
     ts, names = read_timestamps(path)
     have = len(ts) > 0
     return {"rows": int(len(ts)), "columns": [n for n in names if n != layout.TIMESTAMP_COLUMN],
@@ -105,8 +105,6 @@ def camera_figures(cam) -> dict:
 
 def compute(ep_dir: Path) -> dict:
     """The summary of an episode folder, from its files (raises DatasetError naming an unreadable one)."""
-    from .camera import Camera
-
     ep_dir = Path(ep_dir)
     streams: dict[str, dict] = {}
     nbytes = dict.fromkeys(BYTE_KINDS, 0)

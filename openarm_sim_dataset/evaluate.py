@@ -19,25 +19,42 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from . import layout
+from .bc import CheckpointError, read_inputs
+from .cluster import ClusterError, ConnectedOutput, WorkerMismatch, checked_worker, import_ray, ordered_results, window
 from .errors import DatasetError
+from .gl import check_rendering
 from .lock import OutputLock as _OutputLock
 from .metadata import Metadata
 from .policies import PolicyError, load_policy, policy_identity
-from .sim.generate import (GenerateConfig, LEGACY_LOCK_FILE, check_compatible, config_from_simulation,
-                           dataset_metadata, episode_entry, simulation_block)
+from .sim.distributed import read_tree
+from .sim.environment import environment
+from .sim.generate import (
+    LEGACY_LOCK_FILE,
+    GenerateConfig,
+    check_compatible,
+    config_from_simulation,
+    dataset_metadata,
+    episode_entry,
+    params_for,
+    simulation_block,
+)
+from .sim.models import load_model
+from .sim.recorder import RecordedEpisode
+from .sim.render import SimRenderer
 from .sim.scene import SceneConfig
-from .sim.tasks import DEFAULT_TASK, resolve_tasks
+from .sim.tasks import DEFAULT_TASK, TASKS, resolve_tasks
 from .stats import Z95, newcombe_paired, sign_test, wilson_interval
-from .writer import close_log, commit_episode, remove_uncommitted
+from .writer import EpisodeData, close_log, commit_episode, remove_uncommitted, write_episode_tree
 
 __all__ = ["EvaluateError", "Job", "EpisodeOutcome", "run_episode", "evaluate", "jobs_for", "jobs_from_dataset",
            "summarize", "compare", "paired_counts", "load_rollouts"]
@@ -85,8 +102,8 @@ def _call(policy: Any, name: str, what: str, step: int, fn: Callable, *args):
         raise PolicyError(None, f"policy {name}: {what} raised {type(e).__name__} at step {step}: {' '.join(str(e).split())}") from None
 
 
-def run_episode(env, policy: Any, seed: int, index: int, record: bool = True, record_index: Optional[int] = None,
-                stop_on_success: bool = False, name: Optional[str] = None):
+def run_episode(env, policy: Any, seed: int, index: int, record: bool = True, record_index: int | None = None,
+                stop_on_success: bool = False, name: str | None = None):
     """Run ``policy`` on episode ``index`` of seed ``seed`` in ``env`` (an :class:`~.env.OpenArmEnv`).
 
     Returns ``(recorded, outcome)``: the :class:`~.sim.recorder.RecordedEpisode` (None unless
@@ -172,8 +189,6 @@ def checkpoint_inputs(spec: str):
     ``spec`` is not a checkpoint file (a built-in or ``module:factory`` policy)."""
     if Path(spec).suffix not in (".pt", ".pth"):
         return None
-    from .bc import CheckpointError, read_inputs
-
     try:
         return read_inputs(spec)
     except CheckpointError as e:
@@ -184,8 +199,8 @@ def _fmt_size(size) -> str:
     return f"{size[0]}x{size[1]}"
 
 
-def recording_for(spec: str, cameras: Optional[Sequence[str]], size: Optional[tuple[int, int]],
-                  camera_hz: Optional[float]) -> tuple[tuple[str, ...], tuple[int, int], float]:
+def recording_for(spec: str, cameras: Sequence[str] | None, size: tuple[int, int] | None,
+                  camera_hz: float | None) -> tuple[tuple[str, ...], tuple[int, int], float]:
     """The recorded cameras, image size (W, H) and camera rate of an evaluation of policy ``spec``.
 
     A checkpoint says what its policy reads: its cameras, size and camera rate are the defaults, and a
@@ -220,8 +235,6 @@ def check_prompts(spec: str, tasks: Sequence[str]) -> None:
     need = checkpoint_inputs(spec)
     if need is None or not need.prompts:
         return
-    from .sim.tasks import TASKS
-
     for name in tasks:
         prompt = TASKS[name].prompt
         if prompt not in need.prompts:
@@ -253,7 +266,7 @@ _WORKER: dict = {}
 
 
 def _env_for(task: str, base: GenerateConfig, policy: Any, stop_on_success: bool):
-    from .env import OpenArmEnv
+    from .env import OpenArmEnv  # optional extra: gymnasium ([env])
 
     envs = _WORKER.setdefault("envs", {})
     if task not in envs:
@@ -297,8 +310,6 @@ def _run_all(jobs: list[Job], spec: str, base: GenerateConfig, stop: bool, worke
 
 def _run_ray(out: Path, jobs: list[Job], spec: str, base: GenerateConfig, stop: bool, opts,
              driver_env: dict) -> Iterator:
-    from .cluster import ClusterError, import_ray, ordered_results, window
-
     if not jobs:
         return
     ray = import_ray()
@@ -314,15 +325,6 @@ def _run_ray(out: Path, jobs: list[Job], spec: str, base: GenerateConfig, stop: 
 
 
 def _ray_task(args, job: Job):
-    import tempfile
-
-    from .sim.distributed import _read_tree
-    from .writer import EpisodeData, write_episode_tree
-    from .sim.recorder import RecordedEpisode
-
-    from .cluster import WorkerMismatch, checked_worker, environment
-    from .gl import check_rendering
-
     spec, base, stop, driver_env = args
     try:
         if _WORKER.get("spec") != spec or _WORKER.get("base") != base or _WORKER.get("stop") != stop:
@@ -339,7 +341,7 @@ def _ray_task(args, job: Job):
     _, rec, outcome, cfg = answer
     with tempfile.TemporaryDirectory(prefix="openarm-ray-rollout-") as d:
         write_episode_tree(Path(d), rec.data, base.camera_format, with_manifest=False)
-        files = _read_tree(Path(d))
+        files = read_tree(Path(d))
     return job, ("ok", RecordedEpisode(EpisodeData(files=files), rec.result, {}, {}, rec.variation, rec.model_sha256),
                  outcome, cfg)
 
@@ -373,11 +375,8 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
     ``out`` (created, or resumed: listed episodes are kept, arguments that contradict the stored
     dataset are refused). Raises :class:`PolicyError` (policy broken: nothing of that episode is
     listed) or :class:`EvaluateError`."""
-    from .gl import check_rendering
-    from .sim.models import load_model
-    from .sim.render import SimRenderer
-
-    from . import env as _env  # noqa: F401  - a missing [env] extra: one line, before the output exists
+    # optional extra: gymnasium ([env]); a missing one is one line, before the output exists
+    from . import env as _env  # noqa: F401  optional extra: gymnasium
 
     out = Path(out)
     pol = load_policy(policy)  # a policy that cannot load fails before the output exists
@@ -385,8 +384,6 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
     cfg, names = _output_config(base, jobs)
     check_prompts(policy, sorted({j.task for j in jobs}))
     check_rendering()
-    from .cluster import ConnectedOutput
-
     output = ConnectedOutput(ray, lambda: OutputLock(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -394,8 +391,6 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         renderer = SimRenderer(model, cfg.scene)
         sim = simulation_block(cfg, model, renderer)
         if ray is not None:
-            from .cluster import environment
-
             driver_env = environment(cfg.scene, renderer.gl_renderer)
         renderer.close()
         hz = getattr(pol, "control_hz", None) or float(cfg.record.camera_hz)
@@ -447,8 +442,6 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
 
 
 def rec_side(cfg: GenerateConfig, index: int) -> str:
-    from .sim.generate import params_for
-
     return params_for(cfg, index)[0].side
 
 

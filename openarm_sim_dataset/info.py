@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from . import episode_summary, layout
+from . import episode_summary, errors, layout
 from .atomic import TMP_PREFIX
 from .dataset import Dataset
 from .episode_summary import camera_figures, jpeg_size, stream_figures  # noqa: F401 (jpeg_size: public here too)
@@ -164,8 +164,6 @@ def _summary_figures(ds: Dataset, ep: dict, plan: _Plan) -> dict | None:
 def _chunk_figures(root: str, camera_names: list[str], ids: list[str]) -> list:
     """Worker: the figures of episodes ``ids`` of ``root`` (an error comes back as a tuple, as the
     package's errors do not all survive pickling)."""
-    from . import errors
-
     try:
         ds = Dataset(root, camera_names=camera_names)
         return [_episode_figures(ds, ds.episode(i)) for i in ids]
@@ -187,8 +185,6 @@ def _all_figures(ds: Dataset, workers: int) -> list[dict]:
         return figures
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
-
-    from . import errors
 
     ids = [ds.episode_id(ds.episodes[i]) for i in todo]
     size = max(50, len(ids) // (workers * 8))

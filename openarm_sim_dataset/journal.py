@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
 from . import layout
 from .atomic import atomic_write_bytes, fsync_dir
+from .errors import MetadataError
+from .metadata_index import write_index
+from .yaml_codec import dump_yaml
 
 if TYPE_CHECKING:
     from .metadata import Metadata
@@ -54,8 +56,6 @@ def read_journal(root: Path) -> list[dict]:
     """Entries of ``<root>/metadata.journal`` in order ([] when there is none). A last line without its
     newline or that is not a JSON object (a kill mid-append) is ignored; a bad line before the last
     one is an error (the file was damaged after it was written)."""
-    from .errors import MetadataError
-
     path = journal_path(root)
     try:
         raw = path.read_bytes()
@@ -103,8 +103,6 @@ def merge_journal(doc: dict, root: Path, entries: list[dict] | None = None) -> i
 
 
 def _entry_yaml(entry: dict) -> bytes:
-    from .metadata import dump_yaml
-
     return dump_yaml([entry])
 
 
@@ -112,7 +110,7 @@ class EpisodeLog:
     """The commit state of one writer of one dataset: the YAML of every listed entry (rendered once),
     the open journal and when to fold. Made by :func:`episode_log`; the Metadata it serves keeps it."""
 
-    def __init__(self, root: Path, meta: "Metadata"):
+    def __init__(self, root: Path, meta: Metadata):
         self.root = Path(root)
         self.meta = meta
         self.pending = 0  # entries in the journal, not yet in metadata.yaml
@@ -198,12 +196,10 @@ class EpisodeLog:
         """Fold what the journal holds and write the open index (the writer ends)."""
         if self.pending or journal_path(self.root).exists():
             self.fold()
-        from .metadata_index import write_index
-
         write_index(self.root, self.meta)
 
 
-def episode_log(root: Path, meta: "Metadata") -> EpisodeLog:
+def episode_log(root: Path, meta: Metadata) -> EpisodeLog:
     """The :class:`EpisodeLog` of ``meta`` for writing into ``root`` (made on the first commit)."""
     log = getattr(meta, "_episode_log", None)
     if log is None or log.root != Path(root):
@@ -212,7 +208,7 @@ def episode_log(root: Path, meta: "Metadata") -> EpisodeLog:
     return log
 
 
-def close_log(root: Path, meta: "Metadata") -> None:
+def close_log(root: Path, meta: Metadata) -> None:
     """End of a writer: fold the journal into metadata.yaml (also one a killed writer left, when this
     run committed nothing) and write the index."""
     log = getattr(meta, "_episode_log", None)

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout
+from .dataframe import stream_dataframe
+from .gl import import_mujoco
+from .streams import Stream
 
 STATES = ("qpos", "pose", "rot6d")
 ROT6D_JOINTS = ("x", "y", "z", "r11", "r21", "r31", "r12", "r22", "r32", "gripper")
@@ -31,7 +34,7 @@ STATE_JOINTS = {"qpos": layout.ARM_JOINTS, "pose": layout.POSE_JOINTS, "rot6d": 
 SIDES = layout.ARM_SIDES
 
 _lock = threading.Lock()
-_instance: "ArmKinematics | None" = None
+_instance: ArmKinematics | None = None
 
 
 def quat_to_rot6d(pose: np.ndarray) -> np.ndarray:
@@ -68,9 +71,7 @@ class ArmKinematics:
     """FK/IK for both OpenArm arms on the MuJoCo cell model (see the module docstring)."""
 
     def __init__(self, xml: str | None = None):
-        import openarm_mujoco.v2 as om
-
-        from .gl import import_mujoco
+        import openarm_mujoco.v2 as om  # MuJoCo's model package: heavy, only when FK/IK is first asked for
 
         mujoco = import_mujoco()
 
@@ -263,8 +264,6 @@ _ARM_STATE_ATTRS = ("qpos", "pose")
 def represent_streams(ds, episode, kind: str, streams: dict, state: str) -> dict:
     """``streams`` (from ``ds.streams(episode, kind)``) with each arm's ``qpos``/``pose`` replaced by one
     ``<arms>/<side>/<state>`` stream (recorded if present, else converted). Other streams unchanged."""
-    from .streams import Stream
-
     if state not in STATES:
         raise ValueError(f"state must be one of {STATES}, not {state!r}")
     arms = {e.name for e in ds.meta.embodiments if e.id == layout.EMBODIMENT_OPENARM}
@@ -299,16 +298,13 @@ def represent_streams(ds, episode, kind: str, streams: dict, state: str) -> dict
 
 def load_obs(ds, episode, state: str, use_unixtime: bool = False) -> dict:
     """``ds.load_obs`` with the arm state in the ``state`` representation (DataFrames; files untouched)."""
-    from .dataset import _frame
-
-    return {k: _frame(s, use_unixtime) for k, s in represent_streams(ds, episode, "obs", ds.streams(episode, "obs"), state).items()}
+    return {k: stream_dataframe(s, use_unixtime) for k, s in
+            represent_streams(ds, episode, "obs", ds.streams(episode, "obs"), state).items()}
 
 
 def load_action(ds, episode, state: str, use_unixtime: bool = False) -> dict:
     """``ds.load_action`` with the arm state in the ``state`` representation."""
-    from .dataset import _frame
-
-    return {k: _frame(s, use_unixtime) for k, s in
+    return {k: stream_dataframe(s, use_unixtime) for k, s in
             represent_streams(ds, episode, "action", ds.streams(episode, "action"), state).items()}
 
 
@@ -320,14 +316,17 @@ def sample(ds, hz: float, state: str, episode=None, align: str = "previous", dec
     batch: list = []
     for s in ds.sample(hz, episode=episode, align=align, decode=decode):
         if batch and batch[0].episode != s.episode:
-            yield from _convert_batch(ds, batch, state)
+            yield from convert_batch(ds, batch, state)
             batch = []
         batch.append(s)
     if batch:
-        yield from _convert_batch(ds, batch, state)
+        yield from convert_batch(ds, batch, state)
 
 
-def _convert_batch(ds, samples: list, state: str):
+def convert_batch(ds, samples: list, state: str):
+    """``samples`` (consecutive samples of one episode) with each arm's ``qpos``/``pose`` entries of obs and
+    action replaced by one ``<arms>/<side>/<state>`` entry, converted in one batch (the samples' dicts are
+    changed in place and the samples yielded in order)."""
     arms = {e.name for e in ds.meta.embodiments if e.id == layout.EMBODIMENT_OPENARM}
     for kind in ("obs", "action"):
         keys = list(getattr(samples[0], kind))

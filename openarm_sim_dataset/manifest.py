@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import layout
+from . import episode_summary, layout
 from .atomic import atomic_write_bytes
 from .errors import DatasetError
 
@@ -204,8 +204,6 @@ def write(ep_dir: Path, source: Path | None = None, known: Entries | None = None
 
 def _rewrite_summary(ep_dir: Path, entries: Entries) -> None:
     """Derive the episode's summary from its files and record it in ``entries`` (or drop it)."""
-    from . import episode_summary
-
     entries.pop(layout.SUMMARY_FILE, None)
     if episode_summary.write(ep_dir) is not None:
         entries[layout.SUMMARY_FILE] = hash_file(episode_summary.path_of(ep_dir))

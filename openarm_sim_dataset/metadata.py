@@ -9,58 +9,23 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from . import layout
+from . import layout, metadata_index
 from .atomic import atomic_write_bytes
 from .errors import DatasetError, MetadataError
-
-#: metadata.yaml larger than this is refused before parsing (a real one is a few kB per 100 episodes).
-MAX_METADATA_BYTES = 64 * 1024 * 1024
-
-
-class _SafeNoAliasLoader(yaml.SafeLoader):
-    """safe_load without anchors/aliases: shuts out billion-laughs documents."""
-
-    def compose_node(self, parent, index):  # noqa: D102
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, "aliases (*ref) are not allowed", event.start_mark)
-        return super().compose_node(parent, index)
-
-
-#: An anchor (``&name``) or alias (``*name``): the indicator immediately followed by a name character.
-_ANCHOR_OR_ALIAS = re.compile(r"[&*][^\s\[\]{},]")
-
-
-def _loader_for(text: str) -> type:
-    """libyaml's safe loader (5-10x faster) when the text cannot hold an anchor or alias, else the
-    pure-Python loader that refuses aliases. The test is conservative: any ``&`` or ``*`` followed by a
-    name character, even inside a string, takes the strict path. Both loaders construct standard tags
-    only (a Python tag is an error) and resolve plain scalars alike (tests/test_metadata.py)."""
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None and not _ANCHOR_OR_ALIAS.search(text):
-        return fast
-    return _SafeNoAliasLoader
-
-
-class _NoAliasDumper(yaml.SafeDumper):
-    def ignore_aliases(self, data):  # noqa: D102
-        return True
-
-
-def dump_yaml(value: Any) -> bytes:
-    """``value`` as metadata.yaml renders it (block style, keys in order, UTF-8, no aliases). A list
-    renders as one ``- `` item per element at column 0, so the YAML of a list is the concatenation of
-    its elements' (what :mod:`.journal` relies on to append entries)."""
-    return yaml.dump(value, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True).encode("utf-8")
+from .journal import journal_path, merge_journal, read_journal
+from .metadata_index import write_index
+from .yaml_codec import (
+    MAX_METADATA_BYTES,  # noqa: F401 - re-exported
+    dump_yaml,
+    load_yaml_document,
+    read_metadata_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -80,44 +45,6 @@ class Embodiment:
     def legacy_attributes(self) -> tuple[str, ...]:
         """Per-attribute parquet files of layouts before 0.4.0 (and the lifter in 0.4.0)."""
         return ("qpos",) if self.id == layout.EMBODIMENT_OPENARM else ("elevation",)
-
-
-def read_metadata_bytes(path: Path) -> bytes:
-    """The bytes of a metadata.yaml (a regular file of at most :data:`MAX_METADATA_BYTES`)."""
-    try:
-        st = path.stat()
-        size = st.st_size
-    except FileNotFoundError:
-        raise MetadataError(path, "not found") from None
-    except OSError as e:
-        raise MetadataError(path, f"cannot read: {e.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
-        raise MetadataError(path, "is not a regular file")
-    if size > MAX_METADATA_BYTES:
-        raise MetadataError(path, f"{size} bytes is larger than the {MAX_METADATA_BYTES} allowed")
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise MetadataError(path, f"cannot read: {e.strerror}") from None
-
-
-def load_yaml_document(path: Path, raw: bytes | None = None) -> Any:
-    """Parse a YAML file (or its ``raw`` bytes, already read) with safe_load semantics (no Python
-    tags, no aliases), size-bounded."""
-    if raw is None:
-        raw = read_metadata_bytes(path)
-    try:
-        text = raw.decode("utf-8")
-        return yaml.load(text, Loader=_loader_for(text))  # noqa: S506 - SafeLoader (subclass) only
-    except UnicodeDecodeError:
-        raise MetadataError(path, "is not UTF-8 text") from None
-    except RecursionError:
-        raise MetadataError(path, "invalid YAML: nested too deeply") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise MetadataError(path, f"invalid YAML{where}: {problem}") from None
 
 
 def _expect(value: Any, types: type | tuple, where: str, path: Path, optional: bool = False) -> Any:
@@ -169,7 +96,7 @@ class Metadata:
 
     # ----------------------------------------------------------------- loading
     @classmethod
-    def load(cls, root: str | os.PathLike) -> "Metadata":
+    def load(cls, root: str | os.PathLike) -> Metadata:
         """Load ``<root>/metadata.yaml`` (plus ``episodes.jsonl`` for the unversioned layout)."""
         root = Path(root)
         read = _read_document(root / layout.METADATA_FILE, root)
@@ -303,7 +230,7 @@ class Metadata:
         return self.data.get("operation_type", "teleop")
 
     @property
-    def equipment(self) -> "Section":
+    def equipment(self) -> Section:
         """The ``equipment:`` mapping, also with openarm_dataset's attributes: ``.id``, ``.version``,
         ``.embodiments`` (name -> :class:`Embodiment`), ``.perceptions.cameras`` (name -> its mapping).
 
@@ -351,7 +278,7 @@ class Metadata:
         return self._camera_stored[camera]
 
     @property
-    def frequencies(self) -> "Section":
+    def frequencies(self) -> Section:
         """The ``frequencies:`` mapping, also with openarm_dataset's ``.obs``, ``.action``, ``.cameras``."""
         f = self.data.get("frequencies") or {}
         return Section(f, obs=f.get("obs") or {}, action=f.get("action") or {}, cameras=f.get("cameras") or {})
@@ -408,19 +335,15 @@ class Metadata:
         head, body = self.dump_parts()
         raw = head + body
         atomic_write_bytes(Path(root) / layout.METADATA_FILE, raw)
-        from .journal import journal_path
-
         journal = journal_path(Path(root))
         if journal.exists():
             journal.unlink()
         log = getattr(self, "_episode_log", None)
         if log is not None and log.root == Path(root):
             log.reset(body[len(b"episodes:\n"):] if self.episodes else b"")
-        from .metadata_index import write_index
-
         write_index(Path(root), self, raw)
 
-    def copy(self) -> "Metadata":
+    def copy(self) -> Metadata:
         """An independent copy, already in 0.4.0 form."""
         return Metadata(self.to_dict(), self.path, layout.FORMAT_VERSION)
 
@@ -486,9 +409,6 @@ class _Read:
 
 
 def _read_document(path: Path, root: Path) -> _Read:
-    from . import metadata_index
-    from .journal import merge_journal, read_journal
-
     journal = read_journal(root)  # first: see merge_journal
     raw = read_metadata_bytes(path)
     digest = metadata_index.sha256(raw) if len(raw) >= metadata_index.INDEX_MIN_BYTES else None
@@ -515,8 +435,6 @@ def _read_document(path: Path, root: Path) -> _Read:
 def _remember(read: _Read) -> None:
     """Cache the index of a big document that was parsed from YAML and has now validated."""
     if read.index is not None:
-        from . import metadata_index
-
         metadata_index.remember(*read.index)
 
 

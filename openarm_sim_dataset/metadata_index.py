@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import layout
 from .atomic import atomic_write_bytes
+from .cache import cache_folder
+from .yaml_codec import dump_yaml, load_yaml_document
 
 if TYPE_CHECKING:
     from .metadata import Metadata
@@ -42,8 +44,6 @@ CACHE_KEEP = 32
 
 def cache_dir() -> Path | None:
     """The per-user index cache, or None when ``OPENARM_SIM_INDEX_CACHE=off``."""
-    from .cache import cache_folder
-
     return cache_folder("OPENARM_SIM_INDEX_CACHE", "metadata")
 
 
@@ -75,8 +75,6 @@ def encode(digest: str, doc: dict) -> bytes | None:
     """The index of ``doc`` (the document of a metadata.yaml whose SHA-256 is ``digest``), or None
     when JSON cannot hold its entries exactly. The rest of the document (a few kB, with keys JSON
     would change, e.g. the integer keys of ``simulation.labels``) is kept as its YAML text."""
-    from .metadata import dump_yaml
-
     head = {k: v for k, v in doc.items() if k != "episodes"}
     episodes = doc.get("episodes") or []
     try:
@@ -95,8 +93,6 @@ def encode(digest: str, doc: dict) -> bytes | None:
 
 
 def _document(index: dict) -> dict | None:
-    from .metadata import load_yaml_document
-
     header = index.get("header")
     episodes = index.get("episodes")
     if not isinstance(header, str) or not isinstance(episodes, list):
@@ -131,7 +127,7 @@ def remember(digest: str, data: bytes) -> None:
         pass
 
 
-def write_index(root: Path, meta: "Metadata", raw: bytes | None = None) -> bool:
+def write_index(root: Path, meta: Metadata, raw: bytes | None = None) -> bool:
     """Write ``<root>/metadata.index.json`` for the metadata.yaml now in ``root`` (a writer's own
     dataset, when it ends; ``raw``: its bytes, when the caller just wrote them); a small one gets none
     (and loses a stale one). True when written."""

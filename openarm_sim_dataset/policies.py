@@ -24,11 +24,12 @@ import hashlib
 import importlib
 import inspect
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import layout
+from .bc import CheckpointError, load_policy as load_checkpoint
 from .errors import DatasetError
 from .sim.scene import arm_index
 from .sim.tasks import make_controller
@@ -82,7 +83,7 @@ class ScriptedPolicy:
         return bool(self.ctl is not None and self.ctl.done)
 
     @property
-    def outcome(self) -> Optional[str]:
+    def outcome(self) -> str | None:
         """The controller's outcome, ``timeout`` while it has not ended (the generator's rule)."""
         if self.ctl is None:
             return None
@@ -169,8 +170,6 @@ def load_policy(spec: str) -> Any:
         return BUILTIN[spec]()
     path = Path(spec)
     if path.suffix in (".pt", ".pth"):
-        from .bc import CheckpointError, load_policy as load_checkpoint
-
         try:
             return load_checkpoint(path)
         except CheckpointError as e:

@@ -22,7 +22,7 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
-    def finish(self) -> "Summary":
+    def finish(self) -> Summary:
         """Stop the clock and measure the output's size on disk (hard links counted once)."""
         self.seconds = time.perf_counter() - self._t0
         if self.out is not None and Path(self.out).exists():

@@ -20,17 +20,8 @@ from . import layout, sampler
 from .atomic import atomic_write_with
 from .dataset import Dataset, EpisodeRef
 from .errors import DatasetError
+from .palette import LABEL_COLOURS, OKABE_ITO, label_palette, label_table  # noqa: F401 - re-exported
 
-#: Okabe & Ito (2008) colour-blind-safe palette.
-OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
-#: A fixed colour per label name of the scene's label table (both spellings of the cube names).
-LABEL_COLOURS = {
-    "background": "#000000", "floor": "#56B4E9", "table": "#E69F00", "robot": "#F0E442",
-    "red_cube": "#D55E00", "cube_red": "#D55E00", "green_cube": "#009E73", "cube_green": "#009E73",
-    "blue_cube": "#0072B2", "cube_blue": "#0072B2", "tray": "#CC79A7",
-}
-#: Labels that the table does not name get these, in label order.
-_FALLBACK = ("#999999", "#882255", "#44AA99", "#DDCC77", "#117733", "#332288", "#AA4499", "#88CCEE")
 DEPTH_CMAP = "viridis"
 MIN_PANEL_HEIGHT = 240  # px: small images are enlarged by an integer factor up to this
 _DPI = 100
@@ -45,27 +36,6 @@ def _mpl():
     except ImportError:
         raise ImportError("dataset-show needs matplotlib: pip install 'openarm-sim-dataset[viz]'") from None
     return matplotlib, plt
-
-
-def _rgb(hex_colour: str) -> tuple[int, int, int]:
-    h = hex_colour.lstrip("#")
-    return int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16)
-
-
-def label_table(ds: Dataset) -> dict[int, str]:
-    """Label value -> name, from the ``simulation: labels`` block (empty for recorded data)."""
-    table = (ds.meta.simulation or {}).get("labels") or {}
-    return {int(k): str(v) for k, v in table.items()}
-
-
-def label_palette(table: dict[int, str]) -> np.ndarray:
-    """(256, 3) uint8: the colour of every label value (fixed per name; unnamed values grey-ish)."""
-    pal = np.tile(np.array(_rgb("#999999"), np.uint8), (256, 1))
-    spare = iter(_FALLBACK)
-    for value, name in sorted(table.items()):
-        colour = LABEL_COLOURS.get(name) or next(spare, "#999999")
-        pal[value] = _rgb(colour)
-    return pal
 
 
 @dataclass
@@ -237,7 +207,7 @@ def plot_episode(ds: Dataset, episode: EpisodeRef, out: str | os.PathLike, hz: f
     fig.suptitle(f"{ds.root.name}: episode {ds.episode_id(episode)}: joint positions, solid obs, dashed action; "
                  f"dots: the {hz:g} Hz sampling grid ({len(grid)} samples)", fontsize=10)
     rug = axes[-1]
-    for r, (name, cam) in enumerate(cams.items()):
+    for r, (_name, cam) in enumerate(cams.items()):
         rug.vlines((cam.timestamps - t0) / 1e9, r + 0.1, r + 0.9, color=OKABE_ITO[(r + 5) % 8], lw=0.8)
     rug.set_yticks([r + 0.5 for r in range(len(cams))], list(cams), fontsize=8)
     rug.set_ylim(0, max(len(cams), 1))

@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import layout
 from .atomic import atomic_write_bytes
 from .errors import DatasetError
 
@@ -324,3 +325,9 @@ def sim_streams(sim_dir: Path, cameras: list[str]) -> dict[str, tuple[np.ndarray
             raise SidecarError(src, f"{key.replace('/', '_')} has {values.shape[0] if values.ndim else 'no'} rows, "
                                     f"frame_timestamp has {len(ts)}")
     return out
+
+
+def sim_files(side_arrays: dict[str, np.ndarray], frame_arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
+    """The episode's ``sim/`` files (relative path -> bytes) of its sidecar and frames arrays."""
+    return {f"{layout.SIM_DIR}/{SIDECAR_FILE}": npz_bytes(side_arrays),
+            f"{layout.SIM_DIR}/{FRAMES_FILE}": npz_bytes(frame_arrays, compress=True)}

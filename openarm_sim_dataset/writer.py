@@ -29,7 +29,7 @@ from . import layout, manifest
 from .atomic import TMP_PREFIX, commit_dir, remove_stale_tmp, remove_tree, tmp_name
 from .camera import write_camera_dir, write_camera_tar
 from .errors import OutputExistsError
-from .journal import close_log, episode_log
+from .journal import close_log, episode_log  # noqa: F401 - close_log: part of the writer's protocol
 from .metadata import Metadata
 from .streams import legacy_value_table, state_table
 

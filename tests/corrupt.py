@@ -90,7 +90,7 @@ def _drop_row(table: pa.Table, i: int) -> pa.Table:
     return table.take(pa.array(keep))
 
 
-def _frames(cam_dir: Path) -> list[Path]:
+def frame_files(cam_dir: Path) -> list[Path]:
     return sorted(cam_dir.iterdir(), key=lambda p: int(p.stem))
 
 
@@ -130,7 +130,7 @@ def plant_summary(root: Path, fault: str, ep: str = "1") -> str:
         doc["streams"][sorted(doc["streams"])[0]]["rows"] -= 1
         path.write_text(json.dumps(doc, sort_keys=True))
     elif fault == "summary_frame_removed":
-        _frames(ep_dir / "cameras" / "head")[-1].unlink()
+        frame_files(ep_dir / "cameras" / "head")[-1].unlink()
     else:
         raise ValueError(fault)
     manifest.write(ep_dir, summary=False)
@@ -312,24 +312,24 @@ def _plant(src: Path, dst: Path, fault: str) -> str:
         shutil.copytree(eps / "0" / "obs", half / "obs")  # killed after obs, before cameras and metadata
         return "2"
     if fault == "stale_frame":  # a camera that delivered the previous frame again
-        frames = _frames(eps / "0/cameras/wrist_right")
+        frames = frame_files(eps / "0/cameras/wrist_right")
         frames[STALE_FRAME].write_bytes(frames[STALE_FRAME - 1].read_bytes())
         return "0"
     if fault == "jpeg_byte_flip":
-        f = _frames(eps / "1/cameras/head")[8]
+        f = frame_files(eps / "1/cameras/head")[8]
         f.write_bytes(flip_entropy_byte(f.read_bytes()))
         return "1"
     if fault == "file_added":
         (eps / "1/cameras/notes.txt").write_text("added by hand\n")
         return "1"
     if fault == "frozen_camera":  # 7 frames at 5 Hz (1.2 s) show frame 10's image while the arm moves
-        frames = _frames(eps / "1/cameras/wrist_right")
+        frames = frame_files(eps / "1/cameras/wrist_right")
         for f in frames[11:17]:
             f.write_bytes(frames[10].read_bytes())
         return "1"
     if fault == "frozen_camera_recorded":  # recorded fixture (30 Hz, 0.37 s): frames 2..11 all show frame 2
         cam = eps / "0/cameras/head"
-        frames = _frames(cam)
+        frames = frame_files(cam)
         for f in frames[3:]:
             f.write_bytes(frames[2].read_bytes())
         return "0"

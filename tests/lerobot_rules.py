@@ -33,7 +33,7 @@ def _check_stats(stats: dict, features: dict, where: str) -> None:
                 assert 0 <= a.min() and a.max() <= 1, f"{where}: {key}/{name} outside [0, 1]"
             else:
                 assert a.shape == tuple(features[key]["shape"]), f"{where}: {key}/{name} shape {a.shape}"
-    for key, f in features.items():
+    for key, _f in features.items():
         assert key in stats, f"{where}: no stats for {key}"
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, SUBPROCESS_ENV
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")

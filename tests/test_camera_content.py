@@ -9,12 +9,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import corrupt_recorded
 import numpy as np
 import pytest
+from conftest import OWN_FIXTURES, REF_FIXTURES, REF_LAYOUTS
 from PIL import Image
 
-import corrupt_recorded
-from conftest import OWN_FIXTURES, REF_FIXTURES, REF_LAYOUTS
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import Thresholds
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from corrupt import _frames, plant
+from corrupt import frame_files, plant
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import cameras
@@ -64,7 +63,7 @@ def test_recorded_copy_judges_a_wrist_camera_by_its_own_arm(generated, tmp_path)
 
     frozen = tmp_path / "frozen"
     shutil.copytree(bare, frozen)
-    frames = _frames(frozen / "episodes/1/cameras/wrist_right")
+    frames = frame_files(frozen / "episodes/1/cameras/wrist_right")
     for f in frames[11:17]:
         f.write_bytes(frames[10].read_bytes())
     row = frozen_row(frozen)
@@ -74,7 +73,7 @@ def test_recorded_copy_judges_a_wrist_camera_by_its_own_arm(generated, tmp_path)
 
     left = tmp_path / "left"
     shutil.copytree(bare, left)
-    frames = _frames(left / "episodes/1/cameras/wrist_left")
+    frames = frame_files(left / "episodes/1/cameras/wrist_left")
     for f in frames[11:17]:
         f.write_bytes(frames[10].read_bytes())
     assert frozen_row(left).passed
@@ -101,7 +100,7 @@ def test_frozen_camera_with_stale_sidecar_frames_falls_back_to_the_arms(generate
     copy = tmp_path / "copy"
     ep = plant(generated, copy, "frozen_camera")
     if camera == "head":
-        frames = _frames(copy / f"episodes/{ep}/cameras/head")
+        frames = frame_files(copy / f"episodes/{ep}/cameras/head")
         for f in frames[11:17]:
             f.write_bytes(frames[10].read_bytes())
     (copy / f"episodes/{ep}/sim/frames.npz").unlink()

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import SUBPROCESS_ENV, run_cli, tree_hashes
 
 pytest.importorskip("mujoco")

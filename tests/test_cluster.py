@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from conftest import TINY, run_cli
+
 from openarm_sim_dataset.cluster import RAY_MISSING, differences
 
 

@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import run_cli
 from lerobot_rules import check_v21, check_v30
-from openarm_sim_dataset import Dataset
-from openarm_sim_dataset import sampler
+
+from openarm_sim_dataset import Dataset, sampler
 from openarm_sim_dataset.synthetic import write_synthetic
 
 pytest.importorskip("av")
@@ -75,8 +74,8 @@ def test_output_follows_lerobots_rules_and_equals_the_causal_sample(fmt, src, ou
     info = json.loads((root / "meta/info.json").read_text())
     assert info["features"]["observation.state"]["names"][:2] == ["right_joint1.pos", "right_joint2.pos"]
     assert info["features"]["action"]["names"][15] == "left_gripper.pos"
-    import pyarrow.parquet as pq
     import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
 
     table = pads.dataset(sorted((root / "data").rglob("*.parquet")), format="parquet").to_table()
     expected = _expected(src)

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ALL_FIXTURES, assert_reads_like_reference, fixture_path, run_cli, tree_hashes
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 

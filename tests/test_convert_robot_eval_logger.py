@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, fixture_path, run_cli, tree_hashes
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
@@ -25,7 +25,11 @@ if importlib.util.find_spec("robot_eval_logger") is None:
                 allow_module_level=True)
 
 from openarm_sim_dataset.convert.robot_eval_logger import (  # noqa: E402
-    default_step_hz, load_trajectory, logger_types, package_importable)
+    default_step_hz,
+    load_trajectory,
+    logger_types,
+    package_importable,
+)
 
 #: the tiny evaluation of tests/test_evaluate.py: one 32x24 camera at 2.5 Hz, 1 s episodes
 TINY_EVAL = ["--size", "32x24", "--cameras", "head", "--camera-hz", "2.5", "--max-time", "1", "--quiet", "--seed", "10"]

@@ -19,8 +19,8 @@ pytest.importorskip("mujoco")
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
 import dora_sim_dataflow as flow  # noqa: E402
-
 from conftest import assert_reads_like_reference  # noqa: E402
+
 from openarm_sim_dataset import Dataset  # noqa: E402
 from openarm_sim_dataset.validate.core import validate  # noqa: E402
 

@@ -17,8 +17,11 @@ pytest.importorskip("mujoco")
 from dora.testing import MockNode  # noqa: E402
 
 from openarm_sim_dataset import Dataset, sidecar  # noqa: E402
-from openarm_sim_dataset.dora import recorder_node as rn  # noqa: E402
-from openarm_sim_dataset.dora import sim_nodes  # noqa: E402
+from openarm_sim_dataset.dora import (  # noqa: E402
+    openarm_messages,
+    recorder_node as rn,  # noqa: E402
+    sim_arms,
+)
 from openarm_sim_dataset.synthetic import MID_QPOS  # noqa: E402
 from openarm_sim_dataset.validate.core import validate  # noqa: E402
 
@@ -55,7 +58,7 @@ def cmd(c: str, **md) -> dict:
 
 def leader(episodes: int, ticks: int, gap: int = 10) -> list[dict]:
     """The arms node's inputs: targets and a state tick every 4 ms, ``episodes`` of ``ticks`` ticks."""
-    q_type = sim_nodes.qpos_type()
+    q_type = openarm_messages.qpos_type()
     ev, k = [], 0
     for e in range(episodes):
         for phase in ("gap", "episode"):
@@ -83,9 +86,9 @@ def record(tmp_path, stream: list[dict], name: str = "ds") -> tuple[MockNode, in
 def recorded(tmp_path_factory):
     """(dataset path, the arms node's stream) of 2 episodes of 150 ticks (0.6 s each)."""
     tmp = tmp_path_factory.mktemp("sim_arms")
-    sim = sim_nodes.SimArms()
+    sim = sim_arms.SimArms()
     wire = Wire(leader(2, 150))
-    sim_nodes.arms(wire, sim)
+    sim_arms.arms(wire, sim)
     node, code = record(tmp, wire.stream)
     assert code == 0 and not [e for e in node.logs if e["level"] in ("warn", "error")], node.logs
     return tmp / "ds", wire.stream
@@ -232,11 +235,11 @@ def test_a_recorder_that_starts_before_the_simulation_node_still_agrees_with_the
 
 def test_the_state_rate_defaults_to_the_tick_timers(monkeypatch):
     monkeypatch.setenv("DORA_NODE_CONFIG", "run_config:\n  inputs:\n    tick: dora/timer/millis/5\ndataflow_descriptor: {}\n")
-    assert sim_nodes._tick_hz() == 200.0
+    assert sim_arms.tick_hz() == 200.0
     monkeypatch.setenv("DORA_NODE_CONFIG", "run_config:\n  inputs:\n    tick: leader/tick\ndataflow_descriptor: {}\n")
-    assert sim_nodes._tick_hz() is None
+    assert sim_arms.tick_hz() is None
     monkeypatch.delenv("DORA_NODE_CONFIG")
-    assert sim_nodes._tick_hz() is None
+    assert sim_arms.tick_hz() is None
 
 
 @pytest.mark.slow  # a renderer (EGL/OSMesa) and 2 x 2 cameras drawn: ~6 s

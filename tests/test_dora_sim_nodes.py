@@ -26,27 +26,27 @@ from openarm_sim_dataset.synthetic import MID_QPOS  # noqa: E402
 
 
 def _position(side: str, delta: float = 0.0):
-    from openarm_sim_dataset.dora import sim_nodes
+    from openarm_sim_dataset.dora import openarm_messages
 
     q = (MID_QPOS[side] + delta).astype(np.float32)
-    return pa.array([{"qpos": q}], type=sim_nodes.qpos_type())
+    return pa.array([{"qpos": q}], type=openarm_messages.qpos_type())
 
 
 @pytest.fixture(scope="module")
 def sim_camera():
     pytest.importorskip("mujoco")
-    from openarm_sim_dataset.dora import sim_nodes
+    from openarm_sim_dataset.dora import sim_devices
 
-    cam = sim_nodes.SimCamera("head", 64, 48)
+    cam = sim_devices.SimCamera("head", 64, 48)
     yield cam
     cam.close()
 
 
 def _run_camera(cam, events, inputs):
-    from openarm_sim_dataset.dora import sim_nodes
+    from openarm_sim_dataset.dora import sim_devices
 
     node = MockNode(events, node_config={"inputs": {i: "x/y" for i in inputs}})
-    sim_nodes.camera(node, cam)
+    sim_devices.camera(node, cam)
     return node
 
 
@@ -72,12 +72,12 @@ def test_camera_requests_the_pose_at_its_rate_and_renders_once_both_arms_answere
 
 @pytest.mark.slow
 def test_camera_fed_follower_states_renders_at_every_tick(sim_camera):
-    from openarm_sim_dataset.dora import sim_nodes
+    from openarm_sim_dataset.dora import openarm_messages
 
     state = pa.array([{
         "qpos": MID_QPOS["right"].astype(np.float32), "qvel": np.zeros(8, np.float32),
         "qtorque": np.zeros(8, np.float32), "tmos": [35] * 8, "trotor": [40] * 8, "motor_status": ["OK"] * 8,
-        "bus": dict(sim_nodes._BUS)}], type=sim_nodes.state_type())
+        "bus": dict(openarm_messages.BUS)}], type=openarm_messages.state_type())
     ev = [("state_right", state), ("tick", pa.array([0])), ("state_right", state), ("tick", pa.array([1]))]
     node = _run_camera(sim_camera, ev, ["tick", "state_right", "state_left"])
     assert "request_position" not in node.outputs
@@ -86,16 +86,16 @@ def test_camera_fed_follower_states_renders_at_every_tick(sim_camera):
 
 def test_follower_answers_each_request_with_the_dora_openarm_types():
     pytest.importorskip("mujoco")
-    from openarm_sim_dataset.dora import sim_nodes
+    from openarm_sim_dataset.dora import openarm_messages, sim_devices
 
     target = _position("right", 0.05)
     ev = [("request_state", pa.array([0])), ("move_position", target), ("request_position", pa.array([True])),
           ("request_state", pa.array([1])), {"type": "INPUT_CLOSED", "id": "move_position"}]
     node = MockNode(ev)
-    sim_nodes.follower(node, "right")
+    sim_devices.follower(node, "right")
     states, positions = node.outputs["state"], node.outputs["position"]
     assert len(states) == 2 and len(positions) == 1
-    assert states[0].type == sim_nodes.state_type() and positions[0].type == sim_nodes.qpos_type()
+    assert states[0].type == openarm_messages.state_type() and positions[0].type == openarm_messages.qpos_type()
     assert len(states[0].field("qpos")[0].values) == 8
     assert node.outputs["status"][0].to_pylist() == ["STARTED"]
 

@@ -9,9 +9,9 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import fixture_path
 from PIL import Image
 
-from conftest import fixture_path
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.camera import Camera, FrameWriter
 from openarm_sim_dataset.errors import CameraError

@@ -11,12 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import assert_reads_like_reference, run_cli, run_cli_process, tree_hashes
 from PIL import Image
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate.core import validate
-
-from conftest import assert_reads_like_reference, run_cli, run_cli_process, tree_hashes
 
 HZ, CAM_HZ = 250, 10
 T0 = 1_772_000_000_000_000_000
@@ -169,9 +168,10 @@ def test_an_interrupted_edit_resumes(recorded, tmp_path, monkeypatch):
     """Episodes are committed one by one: a run that dies after the first resumes to the same output;
     an existing output of another edit is refused."""
     from openarm_sim_dataset import edit as edit_mod
+    from openarm_sim_dataset.edit import write as edit_write
 
     out = tmp_path / "out"
-    real = edit_mod._write_episode
+    real = edit_write.write_episode
     calls = []
 
     def dying(*a, **kw):
@@ -181,11 +181,11 @@ def test_an_interrupted_edit_resumes(recorded, tmp_path, monkeypatch):
         return real(*a, **kw)
 
     spec = edit_mod.EditSpec(drop=("2",), trim_idle=edit_mod.IdleTrim())
-    monkeypatch.setattr(edit_mod, "_write_episode", dying)
+    monkeypatch.setattr(edit_write, "write_episode", dying)
     with pytest.raises(KeyboardInterrupt):
         edit_mod.edit(recorded, out, spec)
     assert len(Dataset(out).episode_ids) == 2
-    monkeypatch.setattr(edit_mod, "_write_episode", real)
+    monkeypatch.setattr(edit_write, "write_episode", real)
     s = edit_mod.edit(recorded, out, spec)
     assert (s.made, s.skipped) == (3, 2)
     straight = tmp_path / "straight"
@@ -238,8 +238,8 @@ def test_trimmed_simulated_episode_replays_bit_for_bit(generated, tmp_path):
     from openarm_sim_dataset import sidecar
     from openarm_sim_dataset.sim.models import load_model
     from openarm_sim_dataset.sim.replay import replay
-    from openarm_sim_dataset.validate.sim_model import scene_config
     from openarm_sim_dataset.validate.core import Context
+    from openarm_sim_dataset.validate.sim_model import scene_config
 
     out = tmp_path / "out"
     r = run_cli("edit", generated, out, "--trim", "1", "1.0s", "4.0s", "--keep-ids", "-q")

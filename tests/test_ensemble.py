@@ -11,7 +11,6 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import run_cli
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")

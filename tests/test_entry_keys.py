@@ -14,8 +14,8 @@ import shutil
 
 import pytest
 import yaml
-
 from corrupt import plant
+
 from openarm_sim_dataset.dataset import Dataset
 from openarm_sim_dataset.validate import validate
 
@@ -88,12 +88,12 @@ def test_success_any_of_a_successful_rollout_must_be_true(tmp_path, monkeypatch)
     succeeds, so the rule is made to hold at the end (the comparison is what is tested)."""
     from conftest import run_cli
 
-    import openarm_sim_dataset.sim.tasks as tasks
+    import openarm_sim_dataset.validate.sim_labels as sim_labels
 
     out = tmp_path / "zero"
     run_cli("evaluate", "--policy", "zero", "--out", out, "--episodes", "1", "--size", "32x24", "--cameras", "head",
             "--camera-hz", "2.5", "--max-time", "0.4", "--quiet", "--seed", "10")
-    monkeypatch.setattr(tasks, "rollout_outcome", lambda *a, **k: ("success", False))
+    monkeypatch.setattr(sim_labels, "rollout_outcome", lambda *a, **k: ("success", False))
     doc = yaml.safe_load((out / "metadata.yaml").read_text())
     for success_any, status in ((True, "pass"), (False, "fail")):
         doc["episodes"][0].update(success=True, outcome="success", success_any=success_any)

@@ -9,7 +9,6 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-
 from conftest import SMALL, tiny_config, tree_bytes
 
 gym = pytest.importorskip("gymnasium", reason="the env extra (gymnasium) is not installed")
@@ -22,7 +21,12 @@ from openarm_sim_dataset.sidecar import load_npz as load_sidecar  # noqa: E402
 from openarm_sim_dataset.sim.generate import GenerateConfig, params_for  # noqa: E402
 from openarm_sim_dataset.sim.models import load_model  # noqa: E402
 from openarm_sim_dataset.sim.scene import cube_qpos_adr  # noqa: E402
-from openarm_sim_dataset.sim.tasks import make_controller, run_episode as generator_episode, set_initial_state, task_names  # noqa: E402
+from openarm_sim_dataset.sim.tasks import (  # noqa: E402
+    make_controller,
+    run_episode as generator_episode,
+    set_initial_state,
+    task_names,
+)
 from openarm_sim_dataset.sim.tasks.planner import table_height, tray_geometry  # noqa: E402
 
 

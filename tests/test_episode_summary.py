@@ -12,14 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 from corrupt import SUMMARY_FAULTS, plant_summary
+from test_record import T0, metadata, record
+
 from openarm_sim_dataset import Dataset, episode_summary, layout, manifest
 from openarm_sim_dataset.info import dataset_info, disk_bytes
 from openarm_sim_dataset.validate.core import validate
-
-from test_record import T0, metadata, record
 
 
 def info_without_summaries(root: Path, tmp: Path) -> dict:

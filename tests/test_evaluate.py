@@ -8,7 +8,6 @@ import math
 import textwrap
 
 import pytest
-
 from conftest import run_cli
 
 pytest.importorskip("gymnasium", reason="the env extra (gymnasium) is not installed")

@@ -27,15 +27,14 @@ The rendered and rolled-out datasets carry their sidecars and are judged as simu
 from __future__ import annotations
 
 import datetime
-import io
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-
 from conftest import REPO, run_cli
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate.thresholds import Thresholds
 

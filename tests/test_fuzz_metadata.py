@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from conftest import FUZZ_EXAMPLES, OWN_FIXTURES
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.errors import DatasetError
 

@@ -11,10 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from conftest import FUZZ_EXAMPLES, OWN_FIXTURES
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.errors import DatasetError, StreamError
 

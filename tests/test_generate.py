@@ -10,17 +10,26 @@ import time
 
 import numpy as np
 import pytest
+from conftest import (
+    CLI_ARGS,
+    REPO,
+    SMALL,
+    SUBPROCESS_ENV,
+    assert_reads_like_reference,
+    generate_cmd,
+    tiny_config,
+    tree_bytes,
+)
 
-from conftest import CLI_ARGS, REPO, SMALL, SUBPROCESS_ENV, assert_reads_like_reference, generate_cmd, tiny_config, tree_bytes
 from openarm_sim_dataset import Dataset
 
 pytest.importorskip("mujoco")
 
 from openarm_sim_dataset import sidecar  # noqa: E402
 from openarm_sim_dataset.sim.generate import GenerateConfig, GenerateError, generate, wilson_interval  # noqa: E402
-from openarm_sim_dataset.sim.replay import replay  # noqa: E402
-from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
 from openarm_sim_dataset.sim.models import load_model  # noqa: E402
+from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
+from openarm_sim_dataset.sim.replay import replay  # noqa: E402
 from openarm_sim_dataset.sim.scene import SceneConfig  # noqa: E402
 
 

@@ -15,11 +15,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import OWN_FIXTURES, REPO
-from hostile.build import ACCEPTED_UNITS, CASES, DOCUMENTED, ESCAPE_MARK, STATE, Case, expected_file, read_all, with_timestamp_unit
+from hostile.build import (
+    ACCEPTED_UNITS,
+    CASES,
+    DOCUMENTED,
+    ESCAPE_MARK,
+    STATE,
+    Case,
+    expected_file,
+    read_all,
+    with_timestamp_unit,
+)
+
 from openarm_sim_dataset import Dataset
-from openarm_sim_dataset.errors import DatasetError
 
 #: expected exit codes per level: (dataset-validate, dataset-sample --decode, dataset-convert)
 EXIT = {"dataset": (2, 2, 2), "episode": (1, 2, 2), "content": (1, 2, 0)}

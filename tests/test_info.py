@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ALL_FIXTURES, REPO, fixture_path
+
 from openarm_sim_dataset import Dataset, layout
 from openarm_sim_dataset.card import write_card
 from openarm_sim_dataset.cli import info as info_cli

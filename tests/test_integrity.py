@@ -7,10 +7,9 @@ import shutil
 import subprocess
 
 import numpy as np
-import pytest
-
 from conftest import OWN_FIXTURES, run_cli
 from corrupt import flip_entropy_byte
+
 from openarm_sim_dataset import Dataset, layout, manifest
 from openarm_sim_dataset.merge import merge
 from openarm_sim_dataset.repair import repair

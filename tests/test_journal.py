@@ -18,11 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import REPO, SUBPROCESS_ENV, tree_bytes
-from openarm_sim_dataset import Dataset, Metadata, layout
-from openarm_sim_dataset import journal as journal_mod
-from openarm_sim_dataset import metadata_index
+
+from openarm_sim_dataset import Dataset, Metadata, journal as journal_mod, layout, metadata_index
 from openarm_sim_dataset.atomic import TMP_PREFIX
 from openarm_sim_dataset.errors import MetadataError
 from openarm_sim_dataset.writer import EpisodeData, close_log, commit_episode
@@ -200,7 +198,8 @@ def test_a_big_metadata_opens_through_its_index_and_never_through_a_stale_one(ge
         calls.append(len(raw) if raw is not None else -1)
         return original(path, raw)
 
-    monkeypatch.setattr(m, "load_yaml_document", counting)
+    monkeypatch.setattr(m, "load_yaml_document", counting)  # the document
+    monkeypatch.setattr(metadata_index, "load_yaml_document", counting)  # the index's header
     fast = Metadata.load(out)
     assert fast.to_dict() == meta.to_dict() and fast.data == slow
     assert calls and max(calls) < 20_000, calls

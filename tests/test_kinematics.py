@@ -10,8 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from openarm_sim_dataset import Dataset
-from openarm_sim_dataset import kinematics as K
+from openarm_sim_dataset import Dataset, kinematics as K
 from openarm_sim_dataset.streams import state_table
 from openarm_sim_dataset.synthetic import write_synthetic
 
@@ -115,6 +114,7 @@ def test_rot6d_columns_are_orthonormal():
 
 def test_dataset_state_option_delegates_to_kinematics():
     from conftest import OWN_FIXTURES
+
     from openarm_sim_dataset import Dataset
 
     ds = Dataset(OWN_FIXTURES / "dataset_0.3.0")

@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO, assert_reads_like_reference, fixture_path, run_cli, tiny_config, tree_hashes
 
-from conftest import REPO, assert_reads_like_reference, tiny_config, fixture_path, run_cli, tree_hashes
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
 
 pytest.importorskip("mujoco")
 
 from openarm_sim_dataset.sim.generate import generate  # noqa: E402
-
 
 #: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
 pytestmark = pytest.mark.xdist_group("test_merge")

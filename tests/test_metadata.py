@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 import yaml
-
 from conftest import OWN_FIXTURES
+
 from openarm_sim_dataset import Dataset, Metadata, MetadataError
 
 
@@ -120,23 +120,24 @@ def test_010_wrist_cameras_renamed_everywhere(tmp_path):
 def test_fast_loader_reads_what_the_strict_one_reads(tmp_path, generated):
     """libyaml is used only where no anchor or alias can hide, and gives the very same document."""
     from conftest import REF_FIXTURES
-    from openarm_sim_dataset.metadata import _SafeNoAliasLoader, _loader_for, load_yaml_document
+
+    from openarm_sim_dataset.yaml_codec import SafeNoAliasLoader, load_yaml_document, loader_for
 
     paths = sorted(OWN_FIXTURES.glob("*/metadata.yaml")) + sorted(REF_FIXTURES.glob("*/metadata.yaml"))
     paths.append(generated / "metadata.yaml")  # its prose holds "index * 1e12": still the fast path
     for path in paths:
         text = path.read_text()
-        assert _loader_for(text) is yaml.CSafeLoader, path
-        assert load_yaml_document(path) == yaml.load(text, Loader=_SafeNoAliasLoader), path
+        assert loader_for(text) is yaml.CSafeLoader, path
+        assert load_yaml_document(path) == yaml.load(text, Loader=SafeNoAliasLoader), path
     # anything that may be an anchor or alias takes the strict path, which refuses aliases
     for text in ("a: &x 1\nb: *x\n", "a: [*x]\n", "a: {b: *x}\n", "- &anchor v\n"):
-        assert _loader_for(text) is _SafeNoAliasLoader, text
+        assert loader_for(text) is SafeNoAliasLoader, text
     # ... also inside a string (conservative): read all the same
     path = write_meta(tmp_path, "version: 0.4.0\nnote: 'a*b & c&d'\n") / "metadata.yaml"
-    assert _loader_for(path.read_text()) is _SafeNoAliasLoader
+    assert loader_for(path.read_text()) is SafeNoAliasLoader
     assert load_yaml_document(path)["note"] == "a*b & c&d"
     # a Python tag is refused on the fast path too
     path = write_meta(tmp_path, "version: 0.4.0\nx: !!python/object/apply:os.getcwd []\n") / "metadata.yaml"
-    assert _loader_for(path.read_text()) is yaml.CSafeLoader
+    assert loader_for(path.read_text()) is yaml.CSafeLoader
     with pytest.raises(MetadataError, match="invalid YAML"):
         load_yaml_document(path)

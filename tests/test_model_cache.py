@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import SMALL
 
 pytest.importorskip("mujoco")

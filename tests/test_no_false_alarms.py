@@ -18,13 +18,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
-from corrupt import _frames
+from corrupt import frame_files
+from test_camera_frozen import still_runs
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate.thresholds import Thresholds
-from test_camera_frozen import still_runs
 
 pytestmark = pytest.mark.slow
 
@@ -130,7 +129,7 @@ def test_validates_with_no_failed_check_and_no_unexpected_skip(matrix, name):
 
 
 def _freeze(cam_dir: Path, first: int, last: int) -> None:
-    frames = _frames(cam_dir)
+    frames = frame_files(cam_dir)
     for f in frames[first + 1 : last + 1]:
         f.write_bytes(frames[first].read_bytes())
 

@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import fixture_path, run_cli
 
 import openarm_sim_dataset
-from conftest import fixture_path, run_cli
 
 od = pytest.importorskip("openarm_dataset")
 
@@ -205,8 +205,7 @@ def test_validate_cli_per_file_stderr_lines(ref03, tmp_path, capsys, monkeypatch
 
 
 def test_merge_messages_include_the_reference_wording(ref03, tmp_path):
-    from openarm_dataset.merge import MergeError as RefMergeError
-    from openarm_dataset.merge import merge_datasets as ref_merge
+    from openarm_dataset.merge import MergeError as RefMergeError, merge_datasets as ref_merge
 
     from openarm_sim_dataset.merge import MergeError, merge_datasets
 

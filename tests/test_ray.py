@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import SUBPROCESS_ENV, TINY, tiny_config, tree_bytes
 
 ray = pytest.importorskip("ray")

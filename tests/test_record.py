@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import assert_reads_like_reference, run_cli
 from PIL import Image
 
-from conftest import assert_reads_like_reference, run_cli
 from openarm_sim_dataset import Dataset, layout
-from openarm_sim_dataset.record import EpisodeDiscarded, Recorder, RecordError, RecorderLockError
+from openarm_sim_dataset.record import EpisodeDiscarded, Recorder, RecorderLockError, RecordError
 from openarm_sim_dataset.synthetic import MID_QPOS
 from openarm_sim_dataset.validate.core import validate
 
@@ -249,9 +249,9 @@ def test_full_queue_drops_frames_counted_and_reported(tmp_path):
 def test_a_full_message_pipe_drops_frames_counted_never_blocks(tmp_path, monkeypatch, shared):
     # small frames: the byte bound is far, the queue of messages (the other bound: frame descriptors in
     # shared memory, pipe_bytes of them, and the pipe itself) fills first
-    from openarm_sim_dataset import record_writer
+    from openarm_sim_dataset.record import ring
 
-    monkeypatch.setattr(record_writer, "SHARED_DESCRIPTORS", shared)
+    monkeypatch.setattr(ring, "SHARED_DESCRIPTORS", shared)
     out = tmp_path / "ds"
     n = 3_000
     with Recorder(out, metadata(cameras=("head",)), stale_after_s=None, pipe_bytes=65536) as rec:
@@ -599,13 +599,13 @@ def test_a_stopped_episode_takes_its_files_while_the_next_one_records(tmp_path):
 def test_frames_announced_by_pipe_messages_where_the_count_is_not_shared(tmp_path, monkeypatch):
     # off x86 the count of frame descriptors goes in pipe messages (x86 keeps stores in order, so there
     # the writer polls the count in the shared memory)
-    from openarm_sim_dataset import record_writer
+    from openarm_sim_dataset.record import ring
 
-    monkeypatch.setattr(record_writer, "SHARED_DESCRIPTORS", False)
+    monkeypatch.setattr(ring, "SHARED_DESCRIPTORS", False)
     out = tmp_path / "ds"
     with Recorder(out, metadata()) as rec:
         record(ep := rec.start_episode(), T0, 200)
-        assert rec._producer.published == 40 and rec._producer.words[record_writer.PUBLISHED] == 0
+        assert rec._producer.published == 40 and rec._producer.words[ring.PUBLISHED] == 0
         res = ep.save()
     assert res.frames == {"head": 20, "wrist_right": 20}
     assert validate(Dataset(out)).valid
@@ -615,7 +615,7 @@ def test_the_ring_reuses_its_start_once_the_writer_caught_up_and_counts_nothing_
     # frames go to the ring's first bytes (in the CPU's caches) whenever the writer has released all
     import time
 
-    from openarm_sim_dataset import record_writer
+    from openarm_sim_dataset.record.ring import TAIL
 
     with Recorder(tmp_path / "ds", metadata(cameras=("head",)), stale_after_s=None) as rec:
         ep = rec.start_episode()
@@ -623,7 +623,7 @@ def test_the_ring_reuses_its_start_once_the_writer_caught_up_and_counts_nothing_
         frame = jpeg(1)
         starts = []
         for k in range(5):
-            while ring.head != ring.words[record_writer.TAIL]:  # the writer has finished with the previous frame
+            while ring.head != ring.words[TAIL]:  # the writer has finished with the previous frame
                 time.sleep(0.005)
             assert rec.pending_bytes == 0
             assert ep.add_frame("head", T0 + k * 40_000_000, frame)
@@ -672,7 +672,7 @@ def test_the_writers_polling_reader_reads_framed_requests_and_ends_at_eof():
     import threading
     import time
 
-    from openarm_sim_dataset.record_writer import PollingReader, pack_request
+    from openarm_sim_dataset.record.messages import PollingReader, pack_request
 
     r, w = os.pipe()
     msgs = [("rows", "0", k, 8 * k, 100) for k in range(200)] + [("commit", "0", {"id": "0"}, 7)]

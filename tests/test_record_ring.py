@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openarm_sim_dataset import record_writer as rw
+from openarm_sim_dataset.record import ring as rw
 
 CAPACITY, SLOTS = 4096, 6
 
@@ -37,13 +37,13 @@ def test_a_compiler_here_means_the_compiled_put_was_built():
         pytest.skip("no C compiler on this machine: the package runs the Python put()")
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
         pytest.skip("no Python headers for this interpreter (Debian: python3-dev): the package runs the Python put()")
-    assert rw._ringput is not None, ("a C compiler is installed but openarm_sim_dataset._ringput was not built: "
+    assert rw.compiled_put_frame is not None, ("a C compiler is installed but openarm_sim_dataset._ringput was not built: "
                                      "reinstall the package (pip install -e .) to build it")
 
 
-@pytest.mark.skipif(rw._ringput is None, reason="openarm_sim_dataset._ringput not built (no C compiler)")
+@pytest.mark.skipif(rw.compiled_put_frame is None, reason="openarm_sim_dataset._ringput not built (no C compiler)")
 def test_the_compiled_put_leaves_the_ring_as_the_python_put_does():
-    rw._ringput.configure(rw.HEADER // 8, rw.TAIL, rw.PUBLISHED, rw.TAKEN, rw.DESCRIPTOR_WORDS)
+    rw.compiled_configure(rw.HEADER // 8, rw.TAIL, rw.PUBLISHED, rw.TAKEN, rw.DESCRIPTOR_WORDS)
     rng = np.random.default_rng(7)
     a, b = _producer(limit=3000), _producer(limit=3000)
     verdicts = []
@@ -55,7 +55,7 @@ def test_the_compiled_put_leaves_the_ring_as_the_python_put_does():
     for k, n in enumerate(sizes):
         data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         va = a.put(data, n, a.frame_limit, None, 1000 + k, (3 << 16) | k, 0)
-        vb = rw._ringput.put_frame(b, data, n, 1000 + k, (3 << 16) | k)
+        vb = rw.compiled_put_frame(b, data, n, 1000 + k, (3 << 16) | k)
         verdicts.append((va, vb))
         assert vb is va, f"frame {k} ({n} bytes): python {va}, compiled {vb}"
         assert _state(a) == _state(b), f"frame {k} ({n} bytes): the rings differ"
@@ -68,23 +68,23 @@ def test_the_compiled_put_leaves_the_ring_as_the_python_put_does():
     assert a.head > CAPACITY  # and at least one lap was started
 
 
-@pytest.mark.skipif(rw._ringput is None, reason="openarm_sim_dataset._ringput not built (no C compiler)")
+@pytest.mark.skipif(rw.compiled_put_frame is None, reason="openarm_sim_dataset._ringput not built (no C compiler)")
 def test_the_compiled_put_refuses_what_put_must_do_and_what_put_would_refuse():
     p = _producer()
     frame = bytes(range(200)) * 5
-    assert rw._ringput.put_frame(p, frame, len(frame), 1, 1) is True
+    assert rw.compiled_put_frame(p, frame, len(frame), 1, 1) is True
     p.turns.append(12345)  # another thread is in the middle of a put(): wait for its turn there
-    assert rw._ringput.put_frame(p, frame, len(frame), 2, 1) is NotImplemented
+    assert rw.compiled_put_frame(p, frame, len(frame), 2, 1) is NotImplemented
     p.turns.clear()
-    assert rw._ringput.put_frame(p, memoryview(frame)[::2], 500, 2, 1) is NotImplemented  # strided
+    assert rw.compiled_put_frame(p, memoryview(frame)[::2], 500, 2, 1) is NotImplemented  # strided
     p.shared = False  # descriptors announced by pipe messages (off x86): put() sends them
-    assert rw._ringput.put_frame(p, frame, len(frame), 2, 1) is NotImplemented
+    assert rw.compiled_put_frame(p, frame, len(frame), 2, 1) is NotImplemented
     p.shared = True
     for k in range(SLOTS - 1):  # the writer takes nothing: the descriptors fill
-        assert rw._ringput.put_frame(p, frame[:8], 8, 3 + k, 1) is True
+        assert rw.compiled_put_frame(p, frame[:8], 8, 3 + k, 1) is True
     state = _state(p)
-    assert rw._ringput.put_frame(p, frame[:8], 8, 99, 1) is False and _state(p) == state
+    assert rw.compiled_put_frame(p, frame[:8], 8, 99, 1) is False and _state(p) == state
     p.words[rw.TAKEN] = p.published
-    assert rw._ringput.put_frame(p, b"x" * (CAPACITY + 8), CAPACITY + 8, 100, 1) is False  # over the limit
+    assert rw.compiled_put_frame(p, b"x" * (CAPACITY + 8), CAPACITY + 8, 100, 1) is False  # over the limit
     p.close()
-    assert rw._ringput.put_frame(p, frame, len(frame), 101, 1) is False  # closed: nothing is put
+    assert rw.compiled_put_frame(p, frame, len(frame), 101, 1) is False  # closed: nothing is put

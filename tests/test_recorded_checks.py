@@ -9,13 +9,13 @@ import json
 import shutil
 from pathlib import Path
 
+import corrupt_recorded
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-import corrupt_recorded
 from conftest import REF_FIXTURES, REF_LAYOUTS, run_cli
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import Thresholds, valid_flags
 from openarm_sim_dataset.validate.encoding import ENCODING_CHECKS

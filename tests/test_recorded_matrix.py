@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import corrupt_recorded
 import pytest
 import yaml
-
-import corrupt_recorded
 from conftest import REPO, SUBPROCESS_ENV, run_cli
+
 from openarm_sim_dataset import Dataset
 
 pytestmark = pytest.mark.slow

@@ -9,9 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 import corrupt_recorded
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
 import measure_recording_limits as limits  # noqa: E402

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import ALL_FIXTURES, RENAMES, assert_reads_like_reference, fixture_path
+
 from openarm_sim_dataset import Dataset
 
 od = pytest.importorskip("openarm_dataset")

@@ -13,10 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SUBPROCESS_ENV as ENV, generate_cmd as gen, tree_bytes
 
-from conftest import SUBPROCESS_ENV as ENV
-from conftest import generate_cmd as gen
-from conftest import tree_bytes
 from openarm_sim_dataset.sim.generate import lock_path
 
 pytest.importorskip("mujoco")

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import SUBPROCESS_ENV, generate_cmd, tree_bytes
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.atomic import TMP_PREFIX
 

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import SUBPROCESS_ENV, run_cli, tiny_config, tree_bytes
 
 pytest.importorskip("mujoco")

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import fixture_path, run_cli, tree_hashes
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.repair import fill_isolated
 from openarm_sim_dataset.synthetic import write_synthetic

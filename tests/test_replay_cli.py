@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-
 from conftest import run_cli, run_cli_process
+
 from openarm_sim_dataset import sidecar
 
 pytest.importorskip("mujoco")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from conftest import fixture_path
+
 from openarm_sim_dataset import Dataset, layout
 from openarm_sim_dataset.cli import convert as convert_cli
 

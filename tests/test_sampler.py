@@ -6,8 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.sampler import align, time_grid

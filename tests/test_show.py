@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import fixture_path
 from PIL import Image
 
-from conftest import fixture_path
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.cli import show as show_cli
 from openarm_sim_dataset.show import contact_sheet, label_palette, label_table, plot_episode, show_frame

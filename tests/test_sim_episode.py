@@ -3,11 +3,16 @@ import mujoco
 import numpy as np
 import pytest
 
+from openarm_sim_dataset.sim.models import load_model
 from openarm_sim_dataset.sim.pick_place import (
-    OUTCOMES, EpisodeParams, PickPlace, run_episode, set_initial_state, wrap_yaw_90,
+    OUTCOMES,
+    EpisodeParams,
+    PickPlace,
+    run_episode,
+    set_initial_state,
+    wrap_yaw_90,
 )
 from openarm_sim_dataset.sim.randomize import episode_params
-from openarm_sim_dataset.sim.models import load_model
 
 #: one worker runs this module (pytest-xdist --dist loadgroup): its module fixtures are built once
 pytestmark = pytest.mark.xdist_group("test_sim_episode")
@@ -114,7 +119,7 @@ def test_params_share_draws_across_sigma():
     assert a.perception_draws == b.perception_draws
     assert a.ik_seed == b.ik_seed
     assert a.cube_poses != episode_params(10, 4).cube_poses
-    for x, y, yaw in a.cube_poses:
+    for _x, _y, yaw in a.cube_poses:
         assert -np.pi / 4 <= yaw < np.pi / 4
     (rx, ry, _), *others = a.cube_poses
     for x, y, _ in others:

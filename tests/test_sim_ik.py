@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from openarm_sim_dataset.sim.ik import IKSolver, solve_ik
-from openarm_sim_dataset.sim.pick_place import EpisodeParams, PickPlace, set_initial_state
 from openarm_sim_dataset.sim.models import load_model
+from openarm_sim_dataset.sim.pick_place import EpisodeParams, PickPlace, set_initial_state
 from openarm_sim_dataset.sim.scene import SceneConfig
 from openarm_sim_dataset.sim.trajectory import MinJerkPath, min_jerk_s
 

@@ -3,10 +3,10 @@ import mujoco
 import numpy as np
 import pytest
 
+from openarm_sim_dataset.sim.models import load_model
 from openarm_sim_dataset.sim.pick_place import set_initial_state
 from openarm_sim_dataset.sim.randomize import episode_params
 from openarm_sim_dataset.sim.render import SimRenderer
-from openarm_sim_dataset.sim.models import load_model
 from openarm_sim_dataset.sim.scene import SceneConfig
 
 
@@ -25,7 +25,7 @@ def test_shapes_and_labels(setup):
     model, data, r = setup
     out = r.render_all(data)
     assert set(out) == {"head", "wrist_right", "wrist_left"}  # the default set
-    for cam, o in out.items():
+    for _cam, o in out.items():
         assert o["rgb"].shape == (120, 160, 3) and o["rgb"].dtype == np.uint8
         assert o["depth"].shape == (120, 160) and o["depth"].dtype == np.float32
         assert o["labels"].shape == (120, 160) and o["labels"].dtype == np.uint8

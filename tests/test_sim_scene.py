@@ -7,8 +7,16 @@ import pytest
 
 from openarm_sim_dataset.sim.models import cached_model, load_model
 from openarm_sim_dataset.sim.scene import (
-    CUBE_NAMES, LABELS, SceneConfig, arm_index, asset_hashes, build_model, build_spec, cube_qpos_adr,
-    geom_labels, model_hash,
+    CUBE_NAMES,
+    LABELS,
+    SceneConfig,
+    arm_index,
+    asset_hashes,
+    build_model,
+    build_spec,
+    cube_qpos_adr,
+    geom_labels,
+    model_hash,
 )
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import OWN_FIXTURES
+
 from openarm_sim_dataset import CameraError, Dataset, StreamError
 from openarm_sim_dataset.camera import Camera
 
@@ -209,6 +209,7 @@ def test_state_table_from_buffers_equals_pyarrow_conversion_and_needs_no_pandas(
     import sys
 
     from conftest import SUBPROCESS_ENV
+
     from openarm_sim_dataset.streams import state_table
 
     rng = np.random.default_rng(0)
@@ -246,10 +247,10 @@ def _tarfile_index(path):
 
 
 def test_fast_tar_index_equals_tarfile_and_falls_back_on_anything_else(tmp_path):
-    """camera._ustar_index (headers parsed directly) gives tarfile's offsets and sizes on our tars and
+    """camera.ustar_index (headers parsed directly) gives tarfile's offsets and sizes on our tars and
     the reference package's, and declines (None: tarfile reads it) a PAX archive, a long name, a bad
     checksum and a truncated archive."""
-    from openarm_sim_dataset.camera import _ustar_index
+    from openarm_sim_dataset.camera import ustar_index
 
     tars = sorted(OWN_FIXTURES.rglob("*.tar"))
     from conftest import REF_FIXTURES
@@ -261,7 +262,7 @@ def test_fast_tar_index_equals_tarfile_and_falls_back_on_anything_else(tmp_path)
         tars += sorted(out.rglob("*.tar"))
     assert len(tars) >= 4
     for path in tars:
-        stamps, offsets, sizes = _ustar_index(str(path))
+        stamps, offsets, sizes = ustar_index(str(path))
         want = _tarfile_index(path)
         order = np.argsort(stamps)
         assert [int(n.split(".")[0]) for n, _, _ in want] == stamps[order].tolist(), path
@@ -282,19 +283,19 @@ def test_fast_tar_index_equals_tarfile_and_falls_back_on_anything_else(tmp_path)
     for fmt, name, attrs in ((tarfile.USTAR_FORMAT, "ustar", {}), (tarfile.GNU_FORMAT, "gnu", {}),
                              (tarfile.PAX_FORMAT, "pax_mtime", {"mtime": 1.5})):  # a float mtime: a PAX header
         p = write(fmt, name, **attrs)
-        got = _ustar_index(str(p))
+        got = ustar_index(str(p))
         assert got is not None, name
         want = _tarfile_index(p)
         assert got[0].tolist() == [ts for ts, _ in frames] and got[1].tolist() == [o for _, o, _ in want], name
     assert (tmp_path / "pax_mtime.tar").read_bytes()[156:157] == b"x"
     # a PAX header with any other record is left to tarfile
-    assert _ustar_index(str(write(tarfile.PAX_FORMAT, "pax_other", pax_headers={"comment": "x"}))) is None
+    assert ustar_index(str(write(tarfile.PAX_FORMAT, "pax_other", pax_headers={"comment": "x"}))) is None
     good = (tmp_path / "ustar.tar").read_bytes()
     bad = bytearray(good)
     bad[0] ^= 1  # the first header's checksum no longer matches
     (tmp_path / "bad.tar").write_bytes(bytes(bad))
-    assert _ustar_index(str(tmp_path / "bad.tar")) is None
+    assert ustar_index(str(tmp_path / "bad.tar")) is None
     (tmp_path / "cut.tar").write_bytes(good[:512 + 300])
-    assert _ustar_index(str(tmp_path / "cut.tar")) is None
+    assert ustar_index(str(tmp_path / "cut.tar")) is None
     with pytest.raises(CameraError):
-        Camera("head", tmp_path / "cut.tar").timestamps
+        _ = Camera("head", tmp_path / "cut.tar").timestamps

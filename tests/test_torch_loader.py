@@ -64,7 +64,7 @@ def test_action_chunks_are_the_following_steps_and_masked_at_episode_ends(genera
     h, k = 4, 3
     loader = TorchDataset(generated, hz=HZ, cameras=[], action_horizon=h, history=k)
     ds = Dataset(generated)
-    for e, ep in enumerate(loader.episode_ids):
+    for _e, ep in enumerate(loader.episode_ids):
         first = loader.index_of(ep, 0)
         n = sum(1 for i in range(len(loader)) if loader.locate(i)[0] == ep)
         last = first + n - 1
@@ -197,8 +197,9 @@ def test_stats_cached_outside_the_dataset_and_keyed_on_the_data(generated_one, t
     # changed data (one action value), a new key: computed again
     changed = tmp_path / "changed"
     shutil.copytree(generated_one, changed)
-    from openarm_sim_dataset.streams import read_table, write_table
     import pyarrow as pa
+
+    from openarm_sim_dataset.streams import read_table, write_table
 
     path = changed / "episodes" / "0" / "action" / "arms" / "right" / "state.parquet"
     table = read_table(path)

@@ -14,8 +14,7 @@ import time
 
 import numpy as np
 import pytest
-
-from conftest import REPO, SUBPROCESS_ENV, run_cli
+from conftest import SUBPROCESS_ENV, run_cli
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 pytest.importorskip("gymnasium", reason="the env extra (gymnasium) is not installed")
@@ -282,9 +281,9 @@ def test_unusable_training_data_is_one_line(tiny_generated, tmp_path):
     data = tiny_generated["path"]
     r = run_cli("train", data, "--inputs", "cameras", "--cameras", "wrist_left", "--out", tmp_path / "x.pt", *FEW, check=2)
     assert f"{data}: has no camera 'wrist_left' (it has: head)" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    from openarm_sim_dataset.sim.generate import generate
-
     from conftest import tiny_config
+
+    from openarm_sim_dataset.sim.generate import generate
 
     phys = tmp_path / "phys"
     import dataclasses

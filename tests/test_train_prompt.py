@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import run_cli, shared_build
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")

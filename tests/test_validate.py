@@ -6,9 +6,9 @@ import json
 
 import pytest
 import yaml
-
 from conftest import OWN_FIXTURES, REF_FIXTURES, run_cli, run_cli_process
 from corrupt import FAULTS, MEANING_FAULTS, MEANING_FRAME, STALE_FRAME, VARIATION_FAULTS, plant
+
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS, Thresholds, valid_flags
 from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS

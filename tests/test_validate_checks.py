@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from conftest import OWN_FIXTURES
 from corrupt import plant_summary
+
 from openarm_sim_dataset import Dataset, sidecar
 from openarm_sim_dataset.validate import FORM_CHECKS, SIM_CHECKS
 from openarm_sim_dataset.validate.cameras import CAMERA_CHECKS
@@ -150,6 +150,7 @@ def test_a_320x240_render_passes_sim_reprojection_and_a_planted_fault_still_fail
     import dataclasses
 
     from conftest import run_cli, tiny_config
+
     from openarm_sim_dataset.sim.generate import generate
 
     cfg = tiny_config()

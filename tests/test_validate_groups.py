@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import OWN_FIXTURES
+
 from openarm_sim_dataset import Dataset, layout
 from openarm_sim_dataset.validate import core, groups
 from openarm_sim_dataset.validate.core import validate

@@ -553,8 +553,7 @@ def test_browser_lists_1000_episodes_reading_one_footer_and_no_frame_each(genera
     """The list is lazy by construction: one parquet footer and one folder listing per episode, no frame, no
     camera index. How fast that is lives in tools/bench_view.py (a timed assertion here failed CI at 1.14 s
     under load: speed is a benchmark's figure, not a unit test's)."""
-    from openarm_sim_dataset.view import data as view_data
-    from openarm_sim_dataset.view import open_viewer
+    from openarm_sim_dataset.view import data as view_data, open_viewer
 
     big = tmp_path / "big"
     build_many(generated, big, 1000)

@@ -34,13 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E402
-from openarm_sim_dataset.sim.generate import params_for  # noqa: E402
-from openarm_sim_dataset.sim.tasks import set_initial_state  # noqa: E402
+from openarm_sim_dataset.sim.generate import (  # noqa: E402
+    GenerateConfig,
+    generate,
+    params_for,  # noqa: E402
+)
+from openarm_sim_dataset.sim.models import episode_model  # noqa: E402
 from openarm_sim_dataset.sim.recorder import RecordConfig  # noqa: E402
 from openarm_sim_dataset.sim.render import SimRenderer  # noqa: E402
-from openarm_sim_dataset.sim.models import episode_model  # noqa: E402
 from openarm_sim_dataset.sim.scene import SceneConfig, build_model  # noqa: E402
+from openarm_sim_dataset.sim.tasks import set_initial_state  # noqa: E402
 from openarm_sim_dataset.sim.variation import draw_variation  # noqa: E402
 
 

@@ -50,9 +50,9 @@ from PIL import Image
 sys.path.insert(0, os.environ.get("BENCH_PACKAGE_ROOT") or str(Path(__file__).resolve().parents[1]))
 
 from openarm_sim_dataset import Dataset, layout  # noqa: E402
-from openarm_sim_dataset.validate.core import validate  # noqa: E402
 from openarm_sim_dataset.record import Recorder  # noqa: E402
 from openarm_sim_dataset.synthetic import MID_QPOS  # noqa: E402
+from openarm_sim_dataset.validate.core import validate  # noqa: E402
 
 STATE_HZ, CAMERA_HZ = 250, 30
 CAMERAS = ("head", "wrist_right", "wrist_left", "chest", "side")

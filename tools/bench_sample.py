@@ -54,7 +54,7 @@ def run_ours(path: Path, hz: float, align: str, decode: bool) -> int:
     from openarm_sim_dataset import Dataset
 
     n = 0
-    for s in Dataset(path).sample(hz, align=align, decode=decode):
+    for _s in Dataset(path).sample(hz, align=align, decode=decode):
         n += 1
     return n
 

@@ -40,13 +40,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mujoco  # noqa: E402
 
-from openarm_sim_dataset import Dataset, layout, sidecar  # noqa: E402
+from openarm_sim_dataset import (  # noqa: E402
+    Dataset,
+    layout,
+    manifest,  # noqa: E402
+    sidecar,
+)
 from openarm_sim_dataset.sim.generate import GenerateConfig, generate  # noqa: E402
 from openarm_sim_dataset.sim.replay import replay  # noqa: E402
+from openarm_sim_dataset.validate import simulation as sim_checks  # noqa: E402
 from openarm_sim_dataset.validate.core import Context, Thresholds  # noqa: E402
 from openarm_sim_dataset.validate.simulation import model as stored_model  # noqa: E402
-from openarm_sim_dataset.validate import simulation as sim_checks  # noqa: E402
-from openarm_sim_dataset import manifest  # noqa: E402
 
 
 def raw_steps(model: mujoco.MjModel, side: dict) -> int:

@@ -32,8 +32,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from openarm_sim_dataset import Dataset, layout  # noqa: E402
 from openarm_sim_dataset.gl import check_rendering, import_mujoco  # noqa: E402
-from openarm_sim_dataset.validate.core import validate  # noqa: E402
 from openarm_sim_dataset.record import EpisodeDiscarded, Recorder  # noqa: E402
+from openarm_sim_dataset.validate.core import validate  # noqa: E402
 
 STATE_HZ = 250
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     cams.start()
     cams.ready.wait()
     with Recorder(args.out, metadata(args.cameras, (w, h)), camera_format=args.camera_format) as rec:
-        for i in range(args.episodes):
+        for _i in range(args.episodes):
             ep = rec.start_episode(0)
             params = episode_params(args.seed, int(ep.id), cfg=cfg)
             print(f"episode {ep.id}: recording in real time ...", flush=True)

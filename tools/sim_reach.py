@@ -20,8 +20,8 @@ import time
 import mujoco
 import numpy as np
 
-from openarm_sim_dataset.sim.scene import SceneConfig, build_model
 from openarm_sim_dataset.sim.pick_place import EpisodeParams, PickPlace, set_initial_state
+from openarm_sim_dataset.sim.scene import SceneConfig, build_model
 from openarm_sim_dataset.sim.tasks.base import area_center
 
 

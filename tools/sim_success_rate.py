@@ -25,8 +25,8 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from multiprocessing import Pool
-from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -34,7 +34,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 _MODELS: dict = {}
 
 
-def make_config(seed: int, sigma: float, retry: bool, task: Optional[str], randomize: str):
+def make_config(seed: int, sigma: float, retry: bool, task: str | None, randomize: str):
     """The GenerateConfig of one configuration (``randomize`` set only when the config has the field)."""
     from openarm_sim_dataset.sim.generate import GenerateConfig
 
@@ -58,7 +58,7 @@ def episode_model(cfg, index: int, params):
     return _MODELS[key]
 
 
-def _episode(args: Tuple[int, int, float, bool, Optional[str], str]) -> Tuple:
+def _episode(args: tuple[int, int, float, bool, str | None, str]) -> tuple:
     from openarm_sim_dataset.sim.generate import params_for
     from openarm_sim_dataset.sim.tasks import run_episode
 
@@ -75,7 +75,7 @@ from openarm_sim_dataset.stats import sign_test, wilson_interval as wilson  # no
 
 
 def run_many(seed: int, indices: Sequence[int], sigma: float, retry: bool, procs: int,
-             task: Optional[str] = None, randomize: str = "none") -> List[Tuple]:
+             task: str | None = None, randomize: str = "none") -> list[tuple]:
     jobs = [(seed, i, sigma, retry, task, randomize) for i in indices]
     if procs > 1:
         with Pool(procs) as pool:
@@ -83,7 +83,7 @@ def run_many(seed: int, indices: Sequence[int], sigma: float, retry: bool, procs
     return [_episode(j) for j in jobs]
 
 
-def report(seed: int, res: List[Tuple], label: str) -> Dict[int, bool]:
+def report(seed: int, res: list[tuple], label: str) -> dict[int, bool]:
     n = len(res)
     k = sum(1 for r in res if r[1] == "success")
     lo, hi = wilson(k, n)
@@ -108,7 +108,7 @@ def report(seed: int, res: List[Tuple], label: str) -> Dict[int, bool]:
     return {r[0]: r[1] == "success" for r in res}
 
 
-def paired(idx: Sequence[int], a: Dict[int, bool], b: Dict[int, bool], what: str) -> None:
+def paired(idx: Sequence[int], a: dict[int, bool], b: dict[int, bool], what: str) -> None:
     only_b = sum(1 for i in idx if b[i] and not a[i])
     only_a = sum(1 for i in idx if a[i] and not b[i])
     print(f"  paired {what}: discordant pairs {only_a} + {only_b}, exact two-sided sign test p = "

@@ -16,7 +16,8 @@ from __future__ import annotations
 from .._lazy import lazy_attributes
 
 
-def _torch():
+def import_torch():
+    """PyTorch, imported on first use: a missing ``[torch]`` extra is one line (ImportError) naming the install."""
     try:
         import torch
     except ImportError:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from ..atomic import atomic_write_bytes
 from ..errors import DatasetError
 
 #: the folder of the repository that holds the shipped checkpoints and their cards
@@ -71,8 +72,6 @@ def read_card(path: str | os.PathLike) -> dict:
 
 def write_card(path: str | os.PathLike, front: dict, body: str) -> None:
     """Write a card: ``front`` as the YAML front matter, then ``body`` (Markdown)."""
-    from ..atomic import atomic_write_bytes
-
     text = "---\n" + yaml.safe_dump(front, sort_keys=False, width=10_000) + "---\n\n" + body.strip() + "\n"
     atomic_write_bytes(Path(path), text.encode())
 

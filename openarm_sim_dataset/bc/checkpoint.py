@@ -23,10 +23,9 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from ..errors import DatasetError
-from . import _torch
+from . import import_torch
 
 FORMAT = "openarm-sim-bc"
 #: 2: the package's trainer (``dataset-train``): camera rate and image size in the config, keypoint
@@ -49,8 +48,8 @@ class PolicyInputs:
     ``tasks``: the tasks it was trained on (empty: not recorded, the default task)."""
 
     cameras: tuple[str, ...]
-    size: Optional[tuple[int, int]]
-    camera_hz: Optional[float]
+    size: tuple[int, int] | None
+    camera_hz: float | None
     control_hz: float
     privileged: bool
     prompts: tuple[str, ...] = ()
@@ -70,14 +69,14 @@ def inputs_of(cfg: dict) -> PolicyInputs:
 
 def to_bytes(obj: dict) -> bytes:
     buf = io.BytesIO()
-    _torch().save(obj, buf)
+    import_torch().save(obj, buf)
     return buf.getvalue()
 
 
 def load(path: str | os.PathLike, kind: str = "checkpoint") -> tuple[dict, str]:
     """The checkpoint dict at ``path`` and the SHA-256 of its bytes. Raises :class:`CheckpointError`
     (one line naming the file) on anything that is not a checkpoint of this version."""
-    torch = _torch()
+    torch = import_torch()
     path = Path(path)
     try:
         raw = path.read_bytes()

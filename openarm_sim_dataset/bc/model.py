@@ -15,16 +15,14 @@ Two architectures, named in the checkpoint's ``config["arch"]``:
 
 from __future__ import annotations
 
-from typing import Optional
-
-from . import _torch
+from . import import_torch
 
 
 def build_model(cfg: dict):
     """The network of ``cfg`` (a checkpoint's config). ``forward(vec, images)`` returns
     ``(B, horizon, action_dim)``; the keypoint model's ``forward(..., aux=True)`` also returns the
     auxiliary prediction ``(B, aux_dim)``."""
-    torch = _torch()
+    torch = import_torch()
     nn = torch.nn
     arch = cfg.get("arch", "mlp")
 
@@ -85,7 +83,7 @@ def build_model(cfg: dict):
                 nn.Linear(hidden, hidden), nn.ReLU(),
                 nn.Linear(hidden, int(cfg["horizon"]) * int(cfg["action_dim"])))
 
-        def forward(self, vec, images: Optional[list] = None, aux: bool = False):
+        def forward(self, vec, images: list | None = None, aux: bool = False):
             parts = [vec]
             feats = None
             if self.cams:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
 from ..layout import ARM_SIDES
-from . import _torch
+from . import import_torch
 from .checkpoint import CheckpointError, PolicyInputs, inputs_of, load
 from .model import build_model
 
@@ -36,7 +35,7 @@ def prompt_onehot(cfg: dict, prompts) -> np.ndarray:
     return out
 
 
-def vector_input(cfg: dict, stats: dict, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray],
+def vector_input(cfg: dict, stats: dict, qpos: np.ndarray, t: np.ndarray, pose: np.ndarray | None,
                  prompts=None) -> np.ndarray:
     """The network's vector input (N, D) float32: normalised joint positions, time (s / t_max, clipped
     at 1), for a prompt-conditioned checkpoint the one-hot of each row's prompt (``prompts``: N
@@ -79,8 +78,8 @@ class _Member:
                             torch.tensor(self.stats[f"image.{c}"]["std"], dtype=torch.float32).view(1, 3, 1, 1))
                         for c in cfg["cameras"]}
 
-    def predict(self, torch, qpos: np.ndarray, t: np.ndarray, pose: Optional[np.ndarray], images: Optional[list],
-                prompt: Optional[str] = None) -> np.ndarray:
+    def predict(self, torch, qpos: np.ndarray, t: np.ndarray, pose: np.ndarray | None, images: list | None,
+                prompt: str | None = None) -> np.ndarray:
         """A chunk (horizon, 16) of joint targets in the action stream's units; ``images``: the uint8
         (1, 3, H, W) tensors of the config's cameras, in its order; ``prompt``: the task's instruction
         (read by a prompt-conditioned checkpoint only)."""
@@ -105,7 +104,7 @@ class BCPolicy:
     units). A safety filter bounds the result (see :meth:`_safe`)."""
 
     def __init__(self, ckpt: dict, sha256: str, path: str) -> None:
-        torch = _torch()
+        torch = import_torch()
         self.cfg = cfg = ckpt["config"]
         self.members = [_Member(m, torch) for m in (ckpt["members"] if cfg.get("arch") == "ensemble" else [ckpt])]
         self.model = self.members[0].model
@@ -129,13 +128,13 @@ class BCPolicy:
         self._torch = torch
         self.reset()
 
-    def reset(self, info: Optional[dict] = None) -> None:
+    def reset(self, info: dict | None = None) -> None:
         self.k = 0
         self.queue: list = []
         self.chunks: list = []  # temporal ensembling: the last ``horizon`` chunks, oldest first
-        self.last: Optional[np.ndarray] = None
+        self.last: np.ndarray | None = None
 
-    def act(self, observation: dict, info: Optional[dict] = None) -> np.ndarray:
+    def act(self, observation: dict, info: dict | None = None) -> np.ndarray:
         decay = self.cfg.get("ensemble")
         if decay is not None:
             # weight exp(-decay * i), i = 0 the oldest chunk: smooths the switch between chunks that a
@@ -182,7 +181,7 @@ class BCPolicy:
             im = jpeg_roundtrip(im, cfg["jpeg_quality"])
         return torch.from_numpy(np.ascontiguousarray(im.transpose(2, 0, 1))[None]).float()
 
-    def _predict(self, observation: dict, info: Optional[dict]) -> np.ndarray:
+    def _predict(self, observation: dict, info: dict | None) -> np.ndarray:
         cfg = self.cfg
         qpos = np.concatenate([np.asarray(observation["arms"][s]["qpos"], np.float64) for s in ARM_SIDES])[None]
         qpos = qpos.astype(np.float32).astype(np.float64)  # the dataset's float32, as trained

@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 import numpy as np
 
 from ..atomic import atomic_write_bytes
+from ..dataset import Dataset
 from ..errors import DatasetError
-from . import _torch
+from ..metadata import Metadata
+from . import import_torch
 from .checkpoint import FORMAT, VERSION, CheckpointError, load, to_bytes
 from .model import build_model
 from .policy import vector_input
@@ -63,14 +64,14 @@ class TrainConfig:
     dataset: str
     inputs: str
     out: str
-    cameras: Optional[list] = None
-    curve: Optional[str] = None
-    episodes: Optional[int] = None
+    cameras: list | None = None
+    curve: str | None = None
+    episodes: int | None = None
     hz: float = 10.0
     horizon: int = 10
     execute: int = 5
     max_step: float = 0.25
-    ensemble: Optional[float] = None
+    ensemble: float | None = None
     hidden: int = 256
     steps: int = 3000
     batch: int = 256
@@ -79,7 +80,7 @@ class TrainConfig:
     val: float = 0.1
     seed: int = 0
     threads: int = 1
-    arch: Optional[str] = None
+    arch: str | None = None
     keypoints: int = 32
     conv_width: int = 16
     aux: float = 1.0
@@ -138,9 +139,6 @@ def _metadata_sha256(root: Path) -> str:
 
 def _select(c: TrainConfig):
     """The dataset's demonstrations and cameras, with every bad input as one line naming the file."""
-    from ..dataset import Dataset
-    from ..metadata import Metadata
-
     root = Path(c.dataset)
     if not (root / "metadata.yaml").is_file():
         raise TrainError(root, "not a dataset (no metadata.yaml)")
@@ -189,7 +187,7 @@ def demonstration_tasks(meta, eps: list) -> list:
     return sorted({str(by_id[ep]["task"]) for ep in eps if by_id[ep].get("task")})
 
 
-def _camera_hz(meta, cams: list) -> Optional[float]:
+def _camera_hz(meta, cams: list) -> float | None:
     """The rate the training images were drawn at: metadata's frequencies.cameras (all equal)."""
     if not cams:
         return None
@@ -203,8 +201,8 @@ def _camera_hz(meta, cams: list) -> Optional[float]:
 
 def _load_items(root: Path, c: TrainConfig, eps: list, cams: list, sim_pose: bool, progress: bool):
     """Every item at ``hz`` held in memory (numpy): images uint8 (N, 3, H, W)."""
-    torch = _torch()
-    from ..torch import TorchDataset
+    torch = import_torch()
+    from ..torch import TorchDataset  # optional extra: torch (openarm_sim_dataset.torch imports it)
 
     ds = TorchDataset(root, hz=c.hz, cameras=cams, state=("qpos",), action=("qpos",), action_horizon=c.horizon,
                       sim=(["object_pose"] if sim_pose else False), episodes=eps)
@@ -238,15 +236,15 @@ def _rng_state(gen: np.random.Generator) -> str:
     return json.dumps(gen.bit_generator.state)
 
 
-def train(c: TrainConfig, progress: bool = False, stop_after: Optional[int] = None,
-          log: Optional[Callable[[str], None]] = None) -> TrainResult:
+def train(c: TrainConfig, progress: bool = False, stop_after: int | None = None,
+          log: Callable[[str], None] | None = None) -> TrainResult:
     """Train a policy on ``c.dataset`` and write its checkpoint to ``c.out`` (atomically).
 
     A ``<out>.resume`` left by a killed run with the same arguments and data is continued from its
     step (the result equals an uninterrupted run's bit for bit); one made with other arguments is
     refused naming what differs. ``stop_after`` ends the run after that many steps with only the
     resumable state written (what a kill leaves; for tests). ``progress``: a tqdm bar on stderr."""
-    torch = _torch()
+    torch = import_torch()
     _check_args(c)
     torch.set_num_threads(c.threads)
     torch.manual_seed(c.seed)

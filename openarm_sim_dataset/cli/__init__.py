@@ -81,7 +81,7 @@ def run(main: Callable[[], int | None], prog: str) -> int:
 def check_output(out: str | os.PathLike, inputs=(), *, folder: bool = True) -> None:
     """Refuse, before anything is written, an output that lies inside (or is) one of ``inputs``, or an
     output folder that exists as a file (:func:`openarm_sim_dataset.writer.check_output`)."""
-    from ..writer import check_output as check
+    from ..writer import check_output as check  # start-up: not for --help
 
     check(out, inputs, folder=folder)
 

@@ -74,33 +74,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--train-split must be between 0 and 1, not {args.train_split}")
 
     def body() -> int:
+        # start-up: --help stays free of pyarrow and pandas
+        from ..convert import LeRobotOptions, select_episodes, to_lerobot, to_openarm, to_robot_eval_logger, to_rrd
         from ..dataset import Dataset
 
         # never inside (or over) the input; a folder's path (rrd: a file's) that is not an existing file
         check_output(args.output, [args.input], folder=args.format != "rrd")
         ds = Dataset(args.input)
         if args.format == "rrd":
-            from ..convert import select_episodes
-            from ..convert.rerun import to_rrd
-
             chosen = select_episodes(ds, valid_only=args.valid_only, success_only=args.success_only,
                                      exclude_knocked=args.exclude_knocked)
             summary = to_rrd(ds, args.output, quiet=args.quiet, episodes=chosen)
         elif args.format == "robot_eval_logger":
-            from ..convert.robot_eval_logger import to_robot_eval_logger
-
             summary = to_robot_eval_logger(ds, args.output, step_hz=args.step_hz, valid_only=args.valid_only,
                                            success_only=args.success_only, exclude_knocked=args.exclude_knocked,
                                            quiet=args.quiet)
         elif args.format == "openarm":
-            from ..convert.openarm import to_openarm
-
             summary = to_openarm(ds, args.output, camera_format=args.camera_format, valid_only=args.valid_only,
                                  success_only=args.success_only, quiet=args.quiet,
                                  exclude_knocked=args.exclude_knocked)
         else:
-            from ..convert.lerobot import LeRobotOptions, to_lerobot
-
             opts = LeRobotOptions(fps=args.fps, state=args.state, arm_dynamics=args.arm_dynamics,
                                   valid_only=args.valid_only, success_only=args.success_only,
                                   exclude_knocked=args.exclude_knocked, gop=args.gop, crf=args.crf,

@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def spec_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.edit.EditSpec` of parsed arguments."""
-    from ..edit import EditSpec, IdleTrim, Trim, parse_bool, parse_ids, parse_split
+    from ..edit import EditSpec, IdleTrim, Trim, parse_bool, parse_ids, parse_split  # start-up: not for --help
 
     def task_index(text: str, flag: str) -> int:
         try:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..edit import edit
+        from ..edit import edit  # start-up: not for --help
 
         check_output(args.out, [args.src])
         spec = spec_from_args(args)

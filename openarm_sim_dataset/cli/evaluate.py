@@ -21,7 +21,7 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
 from . import Parser, check_output, progress_line, run  # noqa: E402
-from .generate import LOCAL, _size  # noqa: E402
+from .generate import LOCAL, camera_names, parse_size, ray_options  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cameras", nargs="+", choices=["head", "wrist_right", "wrist_left", "none"],
                    help="recorded cameras (default: a checkpoint's own, else head wrist_right; none: physics only, "
                         "no rendering: for policies that read no image, e.g. a privileged-state checkpoint)")
-    p.add_argument("--size", type=_size, help="image size WxH (default: a checkpoint's own, else 160x120)")
+    p.add_argument("--size", type=parse_size, help="image size WxH (default: a checkpoint's own, else 160x120)")
     p.add_argument("--camera-hz", type=float,
                    help="camera rate and the default policy rate, divides 500 Hz (default: a checkpoint's own, else 10)")
     p.add_argument("--randomize", choices=["none", "visual", "physics", "all"], default="none",
@@ -59,12 +59,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args):
-    from .. import evaluate as ev
-    from ..sim.generate import GenerateConfig
-    from ..sim.recorder import RecordConfig
-    from ..sim.scene import SceneConfig
-
-    from .generate import camera_names
+    from .. import evaluate as ev  # start-up: not for --help
+    from ..sim.generate import GenerateConfig  # start-up: not for --help
+    from ..sim.recorder import RecordConfig  # start-up: not for --help
+    from ..sim.scene import SceneConfig  # start-up: not for --help
 
     # a checkpoint knows what it reads: its cameras, size and rate unless a flag says otherwise (and
     # a flag that contradicts it is refused, naming both)
@@ -105,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from .. import evaluate as ev
-        from .generate import ray_options
+        from .. import evaluate as ev  # start-up: not for --help
 
         # the outputs are folders outside every input dataset (--initial-states, --compare DATASET; a
         # folder that is no dataset is refused by what reads it, before anything is written)
@@ -123,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         if ray is not None and args.workers != 1:
             raise ValueError("--workers and --ray exclude each other")
         if args.initial_states:
-            from ..sim.tasks import resolve_tasks
+            from ..sim.tasks import resolve_tasks  # start-up: not for --help
 
             tasks = resolve_tasks(args.tasks)[0] if args.tasks else ()
             jobs, cfg = ev.jobs_from_dataset(args.initial_states, tasks)

@@ -16,10 +16,11 @@ from collections import Counter
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
+from ..cluster import RayOptions  # noqa: E402
 from . import Parser, check_output, progress_bar, run  # noqa: E402
 
 
-def _size(text: str) -> tuple[int, int]:
+def parse_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -58,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="cameras (default head wrist_right wrist_left: the wrist view of every arm a task can use); "
                         "none: physics only (obs, action and the sidecar, no rendering at all; dataset-render draws "
                         "the cameras later)")
-    p.add_argument("--size", type=_size, default=(160, 120), help="image size WxH (default 160x120)")
+    p.add_argument("--size", type=parse_size, default=(160, 120), help="image size WxH (default 160x120)")
     p.add_argument("--camera-hz", type=float, default=10.0, help="camera rate, divides 500 Hz (default 10)")
     p.add_argument("--state-hz", type=float, default=250.0, help="obs/action rate, divides 500 Hz (default 250)")
     p.add_argument("--sigma", type=float, default=0.0, help="perception error std in metres (default 0)")
@@ -90,8 +91,6 @@ def ray_options(args: argparse.Namespace):
         if args.ray_shared_fs or args.ray_max_in_flight is not None:
             raise ValueError("--ray-shared-fs and --ray-max-in-flight need --ray")
         return None
-    from ..cluster import RayOptions
-
     if args.ray_max_in_flight is not None and args.ray_max_in_flight < 1:
         raise ValueError("--ray-max-in-flight must be >= 1")
     return RayOptions(address=None if args.ray == LOCAL else args.ray, shared_fs=args.ray_shared_fs,
@@ -113,11 +112,10 @@ def camera_names(names: list[str]) -> tuple[str, ...]:
 def config_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.sim.generate.GenerateConfig` these arguments ask for (rates are
     checked here, before any work)."""
-    from ..sim.generate import GenerateConfig
-    from ..sim.recorder import RecordConfig
-    from ..sim.scene import SceneConfig
-
-    from ..sim.tasks import resolve_tasks
+    from ..sim.generate import GenerateConfig  # start-up: not for --help
+    from ..sim.recorder import RecordConfig  # start-up: not for --help
+    from ..sim.scene import SceneConfig  # start-up: not for --help
+    from ..sim.tasks import resolve_tasks  # start-up: not for --help
 
     if args.sigma < 0 or args.workers < 1:
         raise ValueError("--sigma must be >= 0 and --workers >= 1")
@@ -141,7 +139,7 @@ def config_from_args(args: argparse.Namespace):
 
 def list_tasks() -> str:
     """One line per registered task: name, arms, prompt."""
-    from ..sim.tasks import TASKS
+    from ..sim.tasks import TASKS  # start-up: not for --help
 
     w = max(len(n) for n in TASKS)
     return "\n".join(f"{n:<{w}}  {t.arms:<6}  {t.prompt}" for n, t in TASKS.items())
@@ -160,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out and one of --episodes / --episode-range are required")
 
     def body() -> int:
-        from ..sim.generate import generate
+        from ..sim.generate import generate  # start-up: not for --help
 
         check_output(args.out)  # --out FILE: says it is a file
         indices = args.episode_range or range(args.episodes)

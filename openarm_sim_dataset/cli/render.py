@@ -15,8 +15,9 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
+from ..cluster import RayOptions  # noqa: E402
 from . import Parser, check_output, progress_bar, run  # noqa: E402
-from .generate import LOCAL, _size  # noqa: E402
+from .generate import LOCAL, camera_names, parse_size  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="output dataset folder (created, or resumed)")
     p.add_argument("--cameras", nargs="+", default=["head", "wrist_right"], metavar="NAME",
                    help="cameras of the model to draw, e.g. head wrist_right wrist_left (default head wrist_right)")
-    p.add_argument("--size", type=_size, default=(160, 120), help="image size WxH (default 160x120)")
+    p.add_argument("--size", type=parse_size, default=(160, 120), help="image size WxH (default 160x120)")
     p.add_argument("--camera-hz", type=float, help="camera rate; frames must fall on physics steps (default: the source's)")
     p.add_argument("--camera-format", choices=["dir", "tar"], default="dir", help="JPEG folder or tar (default dir)")
     p.add_argument("--visual-variants", type=int, default=0, metavar="K",
@@ -46,8 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.sim.render_dataset.RenderConfig` of these arguments."""
-    from ..sim.render_dataset import RenderConfig
-    from .generate import camera_names
+    from ..sim.render_dataset import RenderConfig  # start-up: not for --help
 
     if args.workers < 1:
         raise ValueError("--workers must be >= 1")
@@ -62,14 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..sim.render_dataset import render_dataset
+        from ..sim.render_dataset import render_dataset  # start-up: not for --help
 
         check_output(args.out, [args.src])  # never inside the source, never an existing file
         cfg = config_from_args(args)
         ray = None
         if args.ray is not None:
-            from ..cluster import RayOptions
-
             if args.workers != 1:
                 raise ValueError("--workers and --ray exclude each other")
             ray = RayOptions(address=None if args.ray == LOCAL else args.ray, max_in_flight=args.ray_max_in_flight)
@@ -81,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             total = None
             try:  # the bar's length; an unreadable source is the library's one-line error below
-                from ..metadata import Metadata
+                from ..metadata import Metadata  # start-up: not for --help
 
                 total = len(Metadata.load(args.src).episodes) * max(1, cfg.visual_variants)
             except Exception:  # noqa: BLE001

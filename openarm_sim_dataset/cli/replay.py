@@ -19,6 +19,9 @@ import sys
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
+from .. import layout  # noqa: E402
+from ..errors import DatasetError  # noqa: E402
+from ..gl import check_rendering  # noqa: E402
 from ..validate.thresholds import Thresholds  # noqa: E402
 from . import EXIT_INVALID, EXIT_OK, EXIT_UNUSABLE, Parser, run  # noqa: E402
 
@@ -40,19 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from .. import layout, sidecar
+        # start-up: --help stays free of numpy, pyarrow and MuJoCo
+        from .. import sidecar
         from ..dataset import Dataset
-        from ..errors import DatasetError
         from ..sim.replay import package_differences, provenance_differences, replay, rerender
-        from ..validate.core import Context
-        from ..validate.simulation import built_model, episode_model
-        from ..validate.simulation import renderer as shared_renderer
-        from ..validate.simulation import same_renderer
+        from ..validate.check import Context
+        from ..validate.simulation import built_model, episode_model, renderer as shared_renderer, same_renderer
 
         ds = Dataset(args.dataset)
         if args.render:
-            from ..gl import check_rendering
-
             check_rendering()
         sim = ds.meta.simulation
         if sim is None:

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         import numpy as np
 
-        from ..dataset import Dataset
+        from ..dataset import Dataset  # start-up: not for --help
 
         ds = Dataset(args.dataset)
         t0 = time.perf_counter()

@@ -35,6 +35,7 @@ from dataclasses import fields
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
+from ..cluster import RayOptions, import_ray  # noqa: E402
 from ..validate.thresholds import Thresholds  # noqa: E402
 from . import EXIT_INVALID, EXIT_OK, Parser, run  # noqa: E402
 
@@ -146,16 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..dataset import Dataset
-        from ..validate import valid_flags, validate, write_valid_flags
-        from ..validate.core import NO_EPISODES
+        from ..dataset import Dataset  # start-up: not for --help
+        from ..validate import NO_EPISODES, valid_flags, validate, write_valid_flags  # start-up: not for --help
 
         ds = Dataset(args.dataset)
         th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})
         ray = None
         if args.ray is not None:
-            from ..cluster import RayOptions, import_ray
-
             import_ray()  # a missing extra is one line before any work
             ray = RayOptions(address=None if args.ray == "local" else args.ray)
         rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,

@@ -2,95 +2,28 @@
 
 ``openarm`` (any layout -> 0.4.0), ``lerobot_v21`` / ``lerobot_v30`` / gr00t (LeRobot layouts with
 H.264 video from :mod:`.video`), ``rrd`` (one Rerun recording, :mod:`.rerun`), ``robot_eval_logger``
-(robot-eval-logger 0.0.1's LocalStorage, :mod:`.robot_eval_logger`). The Dataset does not import them. Episode selection by the
-validator's ``valid`` flags and by ``success`` is shared here.
+(robot-eval-logger 0.0.1's LocalStorage, :mod:`.robot_eval_logger`). The Dataset does not import them:
+this package registers :func:`write_format` in :mod:`openarm_sim_dataset.formats`, where
+``Dataset.write`` finds it. Episode selection by the validator's ``valid`` flags and by ``success`` is
+shared (:mod:`.source`).
 """
 
 from __future__ import annotations
 
-import copy
+from dataclasses import fields
+from pathlib import Path
 
-import numpy as np
-
-from .. import layout
+from .. import formats
 from ..dataset import Dataset
-from ..errors import DatasetError
-from ..metadata import Metadata
+from .lerobot import LeRobotOptions, to_lerobot
+from .openarm import to_openarm
+from .rerun import to_rrd
+from .robot_eval_logger import to_robot_eval_logger
+from .source import metadata_0_4_0, remap_tasks, select_episodes
 
 FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd", "robot_eval_logger")
 
-
-def select_episodes(ds: Dataset, valid_only: bool = False, success_only: bool = False,
-                    exclude_knocked: bool = False) -> list[dict]:
-    """Episode entries kept by the filters, in metadata order.
-
-    ``valid_only`` keeps episodes whose ``valid`` flag (written by dataset-validate) is true; an
-    episode without a flag has not been validated and is dropped. ``success_only`` keeps
-    ``success: true``. ``exclude_knocked`` drops lucky successes, flagged ``knocked_over: true`` by the
-    generator (an object ended on another face; imitating them teaches knocking objects over).
-    Raises DatasetError when nothing is left.
-    """
-    chosen = [ep for ep in ds.episodes
-              if (not valid_only or ep.get("valid") is True) and (not success_only or ep.get("success") is True)
-              and (not exclude_knocked or ep.get("knocked_over") is not True)]
-    if not chosen:
-        what = " and ".join(w for w, on in (("valid", valid_only), ("successful", success_only),
-                                            ("not knocked-over", exclude_knocked)) if on)
-        raise DatasetError(ds.root / layout.METADATA_FILE, f"no {what} episode to convert "
-                           f"(of {ds.num_episodes}; valid flags are written by dataset-validate)")
-    return chosen
-
-
-def remap_tasks(tasks: list[dict], episodes: list[dict]) -> tuple[list[dict], dict[int, int]]:
-    """Only the tasks the chosen episodes use, in their original order, and old -> new index."""
-    used = sorted({ep["task_index"] for ep in episodes if ep.get("task_index") is not None})
-    return [copy.deepcopy(tasks[i]) for i in used], {old: new for new, old in enumerate(used)}
-
-
-def metadata_0_4_0(ds: Dataset) -> Metadata:
-    """The dataset's metadata in 0.4.0 form (legacy wrist cameras renamed by ``Metadata.to_dict``),
-    with the rates that old layouts did not declare measured from the data."""
-    meta = ds.meta.copy()
-    _fill_frequencies(ds, meta)
-    return meta
-
-
-def _fill_frequencies(ds: Dataset, meta: Metadata) -> None:
-    """0.4.0 declares a rate per stream and camera; layouts that did not (unversioned) get the rate
-    measured on the first episode: 1e9 / median interval in ns, rounded to 0.1 Hz."""
-    if not ds.episodes:
-        return
-    freqs = meta.data.setdefault("frequencies", {}) or {}
-    meta.data["frequencies"] = freqs
-    ep = ds.episodes[0]
-
-    def hz(stamps: np.ndarray) -> float | None:
-        d = np.diff(stamps)
-        return round(1e9 / float(np.median(d)), 1) if d.size and np.median(d) > 0 else None
-
-    for kind in layout.KINDS:
-        for key, s in ds.streams(ep, kind).items():
-            prefix = key.rsplit("/", 1)[0]
-            emb, _, comp = prefix.partition("/")
-            if meta.frequency(kind, emb, comp or None) is not None:
-                continue
-            rate = hz(s.timestamps)
-            if rate is None:
-                continue
-            group = freqs.setdefault(kind, {}) or {}
-            freqs[kind] = group
-            if comp:
-                group.setdefault(emb, {})[comp] = rate
-            else:
-                group[emb] = rate
-    cams = freqs.get("cameras") or {}
-    for name, cam in ds.load_cameras(ep).items():
-        if name not in cams:
-            rate = hz(cam.timestamps)
-            if rate is not None:
-                cams[name] = rate
-    if cams:
-        freqs["cameras"] = cams
+__all__ = ["FORMATS", "metadata_0_4_0", "remap_tasks", "select_episodes", "write_format"]
 
 
 def write_format(ds: Dataset, out, format: str, camera_format: str = "dir", **options):
@@ -98,30 +31,21 @@ def write_format(ds: Dataset, out, format: str, camera_format: str = "dir", **op
     (``options``: :class:`~.lerobot.LeRobotOptions` fields, plus openarm_dataset's ``smoothing_cutoff``,
     ``train_split``, ``success_only``, ``state``), ``rrd`` or ``robot_eval_logger`` (``options``: ``step_hz``,
     ``valid_only``, ``success_only``, ``exclude_knocked``). Returns the output path."""
-    from pathlib import Path
-
     if format in ("lerobot_v2.1", "lerobot_v3.0", "gr00t"):
-        from dataclasses import fields
-
-        from .lerobot import LeRobotOptions, to_lerobot
-
         known = {f.name for f in fields(LeRobotOptions)}
         unknown = sorted(set(options) - known)
         if unknown:
             raise TypeError(f"unexpected options for {format}: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
         to_lerobot(ds, out, format, LeRobotOptions(**options))
     elif format == "rrd":
-        from .rerun import to_rrd
-
         to_rrd(ds, out, quiet=True, **options)
     elif format == "robot_eval_logger":
-        from .robot_eval_logger import to_robot_eval_logger
-
         to_robot_eval_logger(ds, out, **options)
     elif format == "openarm":
-        from .openarm import to_openarm
-
         to_openarm(ds, out, camera_format=camera_format, **options)
     else:
         raise ValueError(f"Unsupported format: {format!r} (formats: {', '.join(FORMATS)})")
     return Path(out)
+
+
+formats.register(FORMATS, write_format)

@@ -10,7 +10,7 @@ Layout::
     data/chunk-XXX/episode_XXXXXX.parquet
     videos/chunk-XXX/observation.images.<cam>/episode_XXXXXX.mp4
 
-See :mod:`.lerobot` for the sampling, vectors and stats.
+See :mod:`.lerobot_common` for the sampling, vectors and stats.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import pyarrow.parquet as pq
 
 from .. import layout
 from ..dataset import Dataset
+from ..kinematics import STATE_JOINTS
 from ..report import Summary, progress
 from ..writer import new_dataset
-from .lerobot import (
+from .lerobot_common import (
     CHUNK_SIZE,
     ROBOT_TYPE,
     ImageStats,
@@ -117,8 +118,6 @@ def write_v21(ds: Dataset, out: Path, opts: LeRobotOptions, gr00t: bool = False,
 def modality(ds: Dataset, opts: LeRobotOptions, cams: dict) -> dict:
     """GR00T's ``meta/modality.json``: named slices of the state/action vectors (the gripper split
     into its own entry), the videos and the task annotation."""
-    from ..kinematics import STATE_JOINTS
-
     def ranges(dynamics: bool) -> dict:
         out, offset = {}, 0
         for emb in ds.meta.embodiments:

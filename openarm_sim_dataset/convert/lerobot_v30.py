@@ -13,7 +13,7 @@ Layout::
 
 In a video file, an episode's frame i is at ``from_timestamp + i / fps``; episodes follow each
 other without gaps, so ``from_timestamp`` is (frames before it in the file) / fps exactly.
-See :mod:`.lerobot` for the sampling, vectors and stats.
+See :mod:`.lerobot_common` for the sampling, vectors and stats.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from ..dataset import Dataset
 from ..report import Summary, progress
 from ..writer import create_dataset_root, finish_dataset_root, remove_tree
-from .lerobot import (
+from .lerobot_common import (
     CHUNK_SIZE,
     ROBOT_TYPE,
     ImageStats,

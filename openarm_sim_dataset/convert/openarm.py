@@ -15,7 +15,7 @@ from .. import layout
 from ..dataset import Dataset
 from ..report import Summary, progress
 from ..writer import CAMERA_FORMATS, new_dataset, write_episode_tree
-from . import metadata_0_4_0, remap_tasks, select_episodes
+from .source import metadata_0_4_0, remap_tasks, select_episodes
 
 
 def _counted(frames, summary: Summary):

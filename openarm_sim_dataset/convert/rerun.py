@@ -28,6 +28,8 @@ import numpy as np
 from .. import layout
 from ..atomic import tmp_name
 from ..dataset import Dataset
+from ..errors import OutputExistsError
+from ..palette import LABEL_COLOURS, label_palette, label_table
 from ..report import Summary, progress
 
 #: MuJoCo camera axes (x right, y up, looking along -z) to OpenCV axes (x right, y down, z forward).
@@ -56,9 +58,6 @@ def _rr():
 def to_rrd(ds: Dataset, out: str | os.PathLike, quiet: bool = False, episodes: list[dict] | None = None) -> Summary:
     """Write ``ds`` (or ``episodes``) as one ``.rrd`` file at ``out`` (refused if it exists)."""
     rr = _rr()
-    from ..errors import OutputExistsError
-    from ..show import LABEL_COLOURS, label_palette, label_table
-
     out = Path(out)
     if out.exists():
         raise OutputExistsError(out, "already exists (refusing to overwrite)")

@@ -59,7 +59,7 @@ from ..dataset import Dataset
 from ..errors import DatasetError, StreamError
 from ..report import Summary, progress
 from ..writer import new_dataset
-from . import metadata_0_4_0, select_episodes
+from .source import metadata_0_4_0, select_episodes
 
 #: the package and version whose layout this writes
 PACKAGE, VERSION = "robot-eval-logger", "0.0.1"

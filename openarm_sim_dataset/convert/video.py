@@ -86,7 +86,7 @@ class Mp4Writer:
         self._container.close()
         self._container = None
 
-    def __enter__(self) -> "Mp4Writer":
+    def __enter__(self) -> Mp4Writer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -36,8 +36,9 @@ the action stream's units; ``action_space`` bounds are the actuators' control ra
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import gymnasium as gym
 import mujoco
@@ -51,7 +52,12 @@ from ..sim.recorder import RecordedEpisode, StepRecorder
 from ..sim.render import SimRenderer
 from ..sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
 from ..sim.tasks import (
-    get_task, make_controller, object_up_vectors, objects_turned, rollout_outcome, set_initial_state,
+    get_task,
+    make_controller,
+    object_up_vectors,
+    objects_turned,
+    rollout_outcome,
+    set_initial_state,
 )
 from ..sim.tasks.planner import EpisodeResult
 from ..sim.variation import check_mode, draw_variation
@@ -104,11 +110,11 @@ class OpenArmEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
 
-    def __init__(self, task: str = "pick_place", config: Optional[GenerateConfig] = None,
-                 cameras: bool | Sequence[str] = True, width: Optional[int] = None, height: Optional[int] = None,
-                 control_hz: Optional[float | str] = None, terminate_on_success: bool = True,
-                 randomize: Optional[str] = None, max_time: Optional[float] = None,
-                 render_mode: Optional[str] = None, renderer: Optional[SimRenderer] = None) -> None:
+    def __init__(self, task: str = "pick_place", config: GenerateConfig | None = None,
+                 cameras: bool | Sequence[str] = True, width: int | None = None, height: int | None = None,
+                 control_hz: float | str | None = None, terminate_on_success: bool = True,
+                 randomize: str | None = None, max_time: float | None = None,
+                 render_mode: str | None = None, renderer: SimRenderer | None = None) -> None:
         cfg = config_for_task(task, config)
         scene = cfg.scene
         if width is not None or height is not None:
@@ -159,12 +165,12 @@ class OpenArmEnv(gym.Env):
         if renderer is not None and (tuple(renderer.cameras) != tuple(scene.cameras)
                                      or (renderer.width, renderer.height) != (scene.width, scene.height)):
             raise ValueError("the shared renderer renders another scene's cameras or size")
-        self._renderer: Optional[SimRenderer] = renderer
+        self._renderer: SimRenderer | None = renderer
         self._own_renderer = renderer is None
         self._cube_adr = [cube_qpos_adr(self.nominal, c)[0] for c in CUBE_NAMES]
         self._cube_rows = np.asarray(self._cube_adr)[:, None] + np.arange(7)  # (3, 7) qpos indices
-        self.data: Optional[mujoco.MjData] = None
-        self.recorder: Optional[StepRecorder] = None
+        self.data: mujoco.MjData | None = None
+        self.recorder: StepRecorder | None = None
         self._seed = int(cfg.seed)
         self._index = -1
 
@@ -173,7 +179,7 @@ class OpenArmEnv(gym.Env):
         """The generation config of seed ``seed`` (this environment's config otherwise)."""
         return replace(self.config, seed=int(seed))
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Episode ``options["index"]`` (default: 0 after a new ``seed``, else the next index) of the
         generation with seed ``seed`` (default: the last one, initially the config's): its initial
         state and scene variation exactly, bit for bit. ``options["record"]=True`` records the
@@ -243,10 +249,10 @@ class OpenArmEnv(gym.Env):
         """A task object rests on another face than it started on (a success then counts as lucky)."""
         return objects_turned(self.rule, self.data, self._start_up)
 
-    def outcome(self, success: Optional[bool] = None) -> str:
+    def outcome(self, success: bool | None = None) -> str:
         return rollout_outcome(self.rule, self.data, self._start_up, self.success_any, success)[0]
 
-    def result(self, outcome: Optional[str] = None) -> EpisodeResult:
+    def result(self, outcome: str | None = None) -> EpisodeResult:
         """The episode so far as the generator's :class:`EpisodeResult` (``outcome``: a policy's own
         category, e.g. the scripted controller's; default :meth:`outcome`)."""
         d = self.data
@@ -257,7 +263,7 @@ class OpenArmEnv(gym.Env):
                              cube_final=d.qpos[a:a + 7].copy(), initial_state=self.initial_state,
                              final_qpos=d.qpos.copy(), final_qvel=d.qvel.copy(), estimates=[], phase_log=[])
 
-    def recorded(self, result: Optional[EpisodeResult] = None) -> RecordedEpisode:
+    def recorded(self, result: EpisodeResult | None = None) -> RecordedEpisode:
         """Finish the recording started by ``reset(options={"record": True})``: the recorder's last
         call (after the final step, the last control), then the recorded episode."""
         if self.recorder is None:
@@ -302,7 +308,7 @@ class OpenArmEnv(gym.Env):
         r = self.renderer()
         return {c: r.render(self.data, c, rgb=True, depth=False, labels=False)["rgb"] for c in self.cameras}
 
-    def _info(self, success: Optional[bool] = None) -> dict:
+    def _info(self, success: bool | None = None) -> dict:
         d = self.data
         success = self.rule.success(d) if success is None else success
         return {"task": self.task.name, "seed": self._seed, "index": self._index, "step": self.steps,

@@ -13,18 +13,36 @@ from ..gl import import_mujoco as _import_mujoco
 
 _import_mujoco()  # MUJOCO_GL=egl unless set; a missing GL stack is one line (RenderingUnavailable), not a traceback
 
-from .scene import (  # noqa: E402
-    CUBE_NAMES, CUBE_SIZE, LABELS, REACH_NOTE, SIDES, ArmIndex, SceneConfig, arm_index, asset_hashes,
-    build_model, build_spec, cube_body_names, cube_qpos_adr, geom_labels, model_hash,
-)
 from .ik import IKSolver, solve_ik  # noqa: E402
-from .trajectory import MinJerkPath, min_jerk_s  # noqa: E402
 from .pick_place import (  # noqa: E402
-    OUTCOMES, EpisodeParams, EpisodeResult, PickPlace, run_episode, set_initial_state,
+    OUTCOMES,
+    EpisodeParams,
+    EpisodeResult,
+    PickPlace,
+    run_episode,
+    set_initial_state,
 )
 from .randomize import episode_params  # noqa: E402
-from .tasks import TASKS, get_task, make_controller  # noqa: E402
 from .render import SimRenderer  # noqa: E402
+from .scene import (  # noqa: E402
+    CUBE_NAMES,
+    CUBE_SIZE,
+    LABELS,
+    REACH_NOTE,
+    SIDES,
+    ArmIndex,
+    SceneConfig,
+    arm_index,
+    asset_hashes,
+    build_model,
+    build_spec,
+    cube_body_names,
+    cube_qpos_adr,
+    geom_labels,
+    model_hash,
+)
+from .tasks import TASKS, get_task, make_controller  # noqa: E402
+from .trajectory import MinJerkPath, min_jerk_s  # noqa: E402
 
 __all__ = [
     "CUBE_NAMES", "CUBE_SIZE", "LABELS", "REACH_NOTE", "SIDES", "ArmIndex", "SceneConfig", "arm_index",

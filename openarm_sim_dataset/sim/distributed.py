@@ -11,7 +11,7 @@ hands it back in one of two ways:
 * ``shared_fs``: it writes the whole episode (manifest included) into ``episodes/.tmp-<id>...`` of the
   output, a path every node mounts; the driver fsyncs and renames it and lists it.
 
-Before its first episode every worker compares its environment (:func:`openarm_sim_dataset.cluster.environment`)
+Before its first episode every worker compares its environment (:func:`openarm_sim_dataset.sim.environment.environment`)
 with the driver's; a worker that differs records nothing and its tasks answer with what differs, which
 stops the run (:class:`~openarm_sim_dataset.cluster.ClusterError`) before anything of it is listed.
 """
@@ -24,21 +24,32 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import layout
-from ..cluster import (MAX_RETRIES, ClusterError, RayOptions, WorkerMismatch, checked_worker, environment,
-                       import_ray, lost_task_message, node_name, ordered_results, window)
-from ..atomic import TMP_PREFIX, remove_tree
+from ..atomic import TMP_PREFIX, remove_tree, tmp_name
+from ..cluster import (
+    MAX_RETRIES,
+    ClusterError,
+    RayOptions,
+    WorkerMismatch,
+    checked_worker,
+    import_ray,
+    lost_task_message,
+    node_name,
+    ordered_results,
+    window,
+)
 from ..errors import DatasetError
+from ..gl import check_rendering
 from ..writer import EpisodeData, write_episode_tree
+from .environment import environment
+from .episode import make_renderer, record_index
+from .models import load_model
+from .recorder import RecordedEpisode
 
 #: Per worker process: (config) -> (model, renderer); a GL context costs 0.2-0.9 s, made once.
 _WORKER: dict = {}
 
 
 def _worker(cfg):
-    from ..gl import check_rendering
-    from .generate import make_renderer
-    from .models import load_model
-
     if _WORKER.get("cfg") != cfg:
         if cfg.scene.cameras:  # a physics-only task needs no GL
             check_rendering()
@@ -49,7 +60,8 @@ def _worker(cfg):
     return _WORKER["model"], _WORKER["renderer"]
 
 
-def _read_tree(root: Path) -> dict[str, bytes]:
+def read_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` as ``{relative posix path: bytes}`` (an episode tree handed back by a task)."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
@@ -59,8 +71,6 @@ def record_task(cfg, index: int, expected_env: dict, shared_out: str | None):
     differs, or the node cannot render); ``varied`` is the episode's ``(variation, model_sha256)``
     (both None on the nominal scene) for its metadata entry."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from .generate import record_index
-
     try:
         model, renderer = _worker(cfg)
         checked_worker(expected_env, lambda: environment(cfg.scene, renderer.gl_renderer if renderer is not None else None))
@@ -70,23 +80,19 @@ def record_task(cfg, index: int, expected_env: dict, shared_out: str | None):
     rec = record_index(cfg, index, model, renderer)
     varied = (rec.variation, rec.model_sha256)
     if shared_out is not None:
-        from ..atomic import tmp_name
-
         tmp = tmp_name(layout.episode_dir(Path(shared_out), str(index)))
         tmp.parent.mkdir(parents=True, exist_ok=True)
         write_episode_tree(tmp, rec.data, cfg.camera_format)
         return ("written", str(tmp), rec.result, varied)
     with tempfile.TemporaryDirectory(prefix="openarm-ray-episode-") as d:
         write_episode_tree(Path(d), rec.data, cfg.camera_format, with_manifest=False)
-        return ("files", _read_tree(Path(d)), rec.result, varied)
+        return ("files", read_tree(Path(d)), rec.result, varied)
 
 
 def record_on_ray(out: Path, todo: list[int], cfg, opts: RayOptions, driver_env: dict) -> Iterator[tuple[int, object]]:
     """``(index, RecordedEpisode)`` for every index of ``todo``, in that order, recorded by Ray tasks (at
     most :func:`~openarm_sim_dataset.cluster.window` in flight). The episodes carry their files (``data.files``)
     or their written folder (``data.tree``); ``sidecar``/``frames`` are left empty (already in the files)."""
-    from .recorder import RecordedEpisode
-
     if not todo:
         return
     ray = import_ray()

@@ -11,96 +11,50 @@ so the dataset folder holds only the dataset (see :class:`OutputLock`).
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing as mp
 import os
 import platform
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
 from .. import __version__, layout, sidecar
-from ..errors import DatasetError
+from ..cluster import ConnectedOutput
 from ..gl import check_rendering
 from ..lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_path: re-exported
 from ..machine import cpu_identity
 from ..metadata import Metadata
 from ..stats import wilson_interval
 from ..writer import close_log, commit_episode, remove_uncommitted
-from .tasks import episode_params_for, get_task
-from .tasks.base import TASK_STREAM
-from .recorder import RecordConfig, RecordedEpisode, record_episode
+from .config import (  # noqa: F401 - re-exported
+    SEED_RULE,
+    TASK_RULE,
+    GenerateConfig,
+    GenerateError,
+    config_for_task,
+    config_from_simulation,
+    params_for,
+)
+from .distributed import record_on_ray
+from .environment import environment
+from .episode import make_renderer, record_index
+from .models import cached_model, load_model
+from .recorder import RecordConfig, RecordedEpisode
 from .render import SimRenderer
-from .models import cached_model, episode_model, load_model
 from .scene import SceneConfig, asset_hashes
-from .variation import RANGES, VARIATION_RULE, check_mode, draw_variation
+from .tasks import get_task
+from .tasks.base import TASK_STREAM
+from .variation import RANGES, VARIATION_RULE, check_mode
 
 #: The lock file older versions left inside the output; removed (under the lock) when a run resumes.
 LEGACY_LOCK_FILE = ".lock"
-SEED_RULE = "episode i draws only from numpy.random.default_rng([seed, i])"
 
 
-class GenerateError(DatasetError):
-    """Generation refused: contradicting arguments, or another writer holds the output."""
-
-
-@dataclass(frozen=True)
-class GenerateConfig:
-    """Everything that defines a generated dataset besides the episode range."""
-
-    seed: int = 0
-    sigma: float = 0.0
-    retry: bool = False
-    scene: SceneConfig = field(default_factory=SceneConfig)
-    record: RecordConfig = field(default_factory=RecordConfig)
-    camera_format: str = "dir"
-    max_time: float = 12.0
-    #: task names (registry of :mod:`.tasks`); empty: the default task alone, exactly as before tasks existed
-    tasks: tuple[str, ...] = ()
-    #: relative weights of ``tasks`` (empty: equal)
-    task_weights: tuple[float, ...] = ()
-    #: scene randomisation (:mod:`~openarm_sim_dataset.sim.variation`): none, visual, physics or all
-    randomize: str = "none"
-
-
-TASK_RULE = ("the task of episode i: one uniform draw of numpy.random.default_rng([seed, i, stream]) against the "
-             "cumulative normalised weights; the task's own discrete draws (which arm) continue from it; object "
-             "poses still draw only from numpy.random.default_rng([seed, i])")
-
-
-def params_for(cfg: GenerateConfig, index: int):
-    """``(EpisodeParams, task_index)`` of episode ``index`` under ``cfg`` (its task, poses and draws)."""
-    return episode_params_for(cfg.seed, index, cfg.tasks, cfg.task_weights, sigma=cfg.sigma, retry=cfg.retry,
-                              cfg=cfg.scene)
-
-
-def config_for_task(task: str, config: GenerateConfig | None = None) -> GenerateConfig:
-    """The generation config whose episode ``i`` the environment of ``task`` starts from: ``config``
-    (default: the generator's defaults) with ``tasks=(task,)``; the default task alone keeps
-    ``tasks=()`` (its episodes draw identically either way, and its datasets record no task list)."""
-    get_task(task)  # KeyError naming the known tasks
-    cfg = config or GenerateConfig()
-    if cfg.tasks and tuple(cfg.tasks) != (task,):
-        raise ValueError(f"config has tasks {list(cfg.tasks)}; the environment of {task!r} runs that task alone")
-    return cfg if task == "pick_place" and not cfg.tasks else dataclasses.replace(cfg, tasks=(task,))
-
-
-def config_from_simulation(sim: dict, scene: SceneConfig) -> GenerateConfig:
-    """The GenerateConfig a dataset's ``simulation:`` block records (to regenerate its episodes)."""
-    tasks = sim.get("tasks") or {}
-    return GenerateConfig(seed=int(sim["seed"]), sigma=float(sim["sigma_m"]), retry=bool(sim["retry"]), scene=scene,
-                          record=RecordConfig(float(sim["state_hz"]), float(sim["camera_hz"]), int(sim["jpeg_quality"])),
-                          max_time=float(sim["max_time_s"]), tasks=tuple(tasks.get("names") or ()),
-                          task_weights=tuple(float(w) for w in tasks.get("weights") or ()),
-                          randomize=str(sim.get("randomization", "none")))
-
-
-# ------------------------------------------------------------------ provenance
 def _git_commit() -> str | None:
     try:
         root = Path(__file__).resolve().parents[2]
@@ -108,12 +62,6 @@ def _git_commit() -> str | None:
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
-
-
-def make_renderer(model: mujoco.MjModel, scene: SceneConfig) -> SimRenderer | None:
-    """The renderer of ``scene``'s cameras, or None for a physics-only scene (no camera: no GL context
-    is made at all)."""
-    return SimRenderer(model, scene) if scene.cameras else None
 
 
 def simulation_block(cfg: GenerateConfig, model: mujoco.MjModel, renderer: SimRenderer | None) -> dict:
@@ -272,18 +220,6 @@ def _run_one(index: int) -> tuple[int, RecordedEpisode]:
     return index, record_index(_WORKER["cfg"], index, _WORKER["model"], _WORKER["renderer"])
 
 
-def record_index(cfg: GenerateConfig, index: int, model, renderer: SimRenderer | None) -> RecordedEpisode:
-    """Record episode ``index`` of ``cfg``: its task and parameters (:func:`params_for`), its scene
-    variation (if ``cfg.randomize``) from its own stream, on the model built with that variation
-    (``model``, the nominal one, otherwise). What generation and ``--regenerate`` both run."""
-    params, _ = params_for(cfg, index)
-    variation = draw_variation(cfg.seed, index, cfg.randomize, cfg.scene)
-    if variation is None:
-        return record_episode(model, renderer, params, index, cfg.record, cfg.max_time)
-    built = episode_model(cfg.scene, variation)
-    return record_episode(built.model, renderer, params, index, cfg.record, cfg.max_time, variation, built.sha256)
-
-
 def episode_entry(index: int, rec: RecordedEpisode, cfg: GenerateConfig) -> dict:
     """The episode's entry in ``metadata.yaml``; with ``--tasks`` also its task name, acting arm(s) and
     arm-arm contact steps (the default task's entry is the one of before the task library)."""
@@ -356,8 +292,6 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
     check_mode(cfg.randomize)
     if cfg.scene.cameras:  # physics-only generation (no camera) never touches GL
         check_rendering()  # a machine that cannot render fails here, before the output exists
-    from ..cluster import ConnectedOutput
-
     output = ConnectedOutput(ray, lambda: OutputLock(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -374,9 +308,6 @@ def generate(out: str | os.PathLike, indices: range, cfg: GenerateConfig = Gener
         if ray is None:
             source = _record_all(todo, cfg, workers, model, renderer)
         else:
-            from ..cluster import environment
-            from .distributed import record_on_ray
-
             source = record_on_ray(out, todo, cfg, ray,
                                    environment(cfg.scene, renderer.gl_renderer if renderer is not None else None))
         for index, rec in source:

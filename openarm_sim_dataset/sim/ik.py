@@ -12,7 +12,6 @@ quaternion ``(w, x, y, z)`` of the site frame.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 import mujoco
 import numpy as np
@@ -56,14 +55,14 @@ class IKSolver:
         self._jacp = np.zeros((3, self.model.nv))
         self._jacr = np.zeros((3, self.model.nv))
 
-    def site_pose(self, q: np.ndarray, site: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    def site_pose(self, q: np.ndarray, site: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """World position (3,) and rotation matrix (3, 3) of the site at arm joints ``q``."""
         site = self.arm.site if site is None else site
         self.data.qpos[self._qadr] = q
         mujoco.mj_kinematics(self.model, self.data)
         return self.data.site_xpos[site].copy(), self.data.site_xmat[site].reshape(3, 3).copy()
 
-    def _error(self, pos, quat, site) -> Tuple[np.ndarray, float, float]:
+    def _error(self, pos, quat, site) -> tuple[np.ndarray, float, float]:
         d = self.data
         ep = pos - d.site_xpos[site]
         cur = np.zeros(4)
@@ -108,9 +107,9 @@ class IKSolver:
         pos: np.ndarray,
         quat: np.ndarray,
         q_seed: np.ndarray,
-        rng: Optional[np.random.Generator] = None,
-        site: Optional[int] = None,
-    ) -> Tuple[np.ndarray, bool, float]:
+        rng: np.random.Generator | None = None,
+        site: int | None = None,
+    ) -> tuple[np.ndarray, bool, float]:
         """Solve for arm joints (7,) placing ``site`` at ``pos`` (world m) with orientation ``quat`` (wxyz).
 
         The first attempt starts from ``q_seed``; up to ``restarts`` further
@@ -143,7 +142,7 @@ def solve_ik(
     pos: np.ndarray,
     quat: np.ndarray,
     q_seed: np.ndarray,
-    rng: Optional[np.random.Generator] = None,
-) -> Tuple[np.ndarray, bool, float]:
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, bool, float]:
     """One-shot convenience wrapper around :class:`IKSolver` (see :meth:`IKSolver.solve`)."""
     return IKSolver(model, side).solve(pos, quat, q_seed, rng)

@@ -45,9 +45,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from ..atomic import atomic_write_bytes
+from ..cache import cache_folder
 from ..errors import DatasetError
-from . import scene as _scene
-from .scene import _FILE_SHA256, SceneConfig, _file_sha256, asset_hashes, build_model, model_bytes, model_hash
+from . import scene as _scene, variation as _variation  # modules: their source files are hashed
+from .scene import FILE_SHA256, SceneConfig, asset_hashes, build_model, file_sha256, model_bytes, model_hash
 
 __all__ = ["ModelMismatchError", "CachedModel", "load_model", "cached_model", "episode_model", "cache_info",
            "clear_cache"]
@@ -75,26 +77,22 @@ DISK_ENTRIES = 8
 
 
 def _key(cfg: SceneConfig) -> tuple:
-    return (cfg, mujoco.__version__, _mujoco_library_sha256(), tuple(sorted(asset_hashes().items())), _code_sha256())
+    return (cfg, mujoco.__version__, mujoco_library_sha256(), tuple(sorted(asset_hashes().items())), _code_sha256())
 
 
 def _code_sha256() -> str:
     """SHA-256 of the modules that build the scene (memoised by stat, like the asset files)."""
-    from . import variation
-
-    return hashlib.sha256("".join(_file_sha256(Path(m.__file__)) for m in (_scene, variation)).encode()).hexdigest()
+    return hashlib.sha256("".join(file_sha256(Path(m.__file__)) for m in (_scene, _variation)).encode()).hexdigest()
 
 
-def _mujoco_library_sha256() -> str:
+def mujoco_library_sha256() -> str:
     """The MuJoCo build itself (two builds may share a version string and compile differently)."""
     lib = sorted(Path(mujoco.__file__).parent.glob("libmujoco.so*")) or [Path(mujoco._functions.__file__)]
-    return _file_sha256(lib[0])
+    return file_sha256(lib[0])
 
 
 def disk_dir() -> Path | None:
     """Folder of the on-disk model cache, or None when ``OPENARM_SIM_MODEL_CACHE=off``."""
-    from ..cache import cache_folder
-
     return cache_folder("OPENARM_SIM_MODEL_CACHE", "models")
 
 
@@ -120,8 +118,6 @@ def _load_from_disk(folder: Path, digest: str) -> CachedModel | None:
 
 
 def _save_to_disk(folder: Path, digest: str, model: mujoco.MjModel) -> str:
-    from ..atomic import atomic_write_bytes
-
     data = model_bytes(model)
     sha = hashlib.sha256(data).hexdigest()
     try:
@@ -185,7 +181,7 @@ def _check_hash(built: str, expected: str | None, where) -> None:
 #: Variant models kept per process (patches are a few kB; a full model, kept only when a patch cannot
 #: reproduce it, is ~48 MB, hence the bound).
 VARIANT_ENTRIES = 256
-_VARIANTS: "OrderedDict[tuple, tuple]" = OrderedDict()  # key -> (patch | None, full model | None, sha256)
+_VARIANTS: OrderedDict[tuple, tuple] = OrderedDict()  # key -> (patch | None, full model | None, sha256)
 
 
 def episode_model(cfg: SceneConfig, variation=None, expected_sha256: str | None = None,
@@ -296,5 +292,5 @@ def clear_cache() -> None:
     with _LOCK:
         _MODELS.clear()
         _VARIANTS.clear()
-        _FILE_SHA256.clear()
+        FILE_SHA256.clear()
         _STATS.update(builds=0, hits=0, disk_loads=0)

@@ -1,6 +1,7 @@
-"""Scripted pick-and-place of the red cube into the tray with the right arm (the default task).
+"""Compatibility re-export: the single-task pick-and-place API, now in :mod:`openarm_sim_dataset.sim.tasks`.
 
-Kept as the stable import path of the single-task API; the controller now lives in the task library
+Scripted pick-and-place of the red cube into the tray with the right arm (the default task). This module
+is kept as the stable import path of the single-task API; the controller now lives in the task library
 (:mod:`openarm_sim_dataset.sim.tasks`: the shared machinery in :mod:`~.tasks.planner`, this task in
 :mod:`~.tasks.pick_place`) and reproduces that controller's episodes bit for bit. A recorder drives
 any task's controller the same way::
@@ -23,10 +24,21 @@ from __future__ import annotations
 from .tasks import make_controller, run_episode, set_initial_state
 from .tasks.pick_place import PickPlace
 from .tasks.planner import (
-    APPROACH_HEIGHT, GRASP_DEPTH, GRIPPER_CLOSED, GRIPPER_OPEN, LEFT_HOME, OUTCOMES, PLACE_YAW_OFFSETS,
-    YAW_NOISE_PER_M, EpisodeParams, EpisodeResult, ready_qpos, topdown_quat, wrap_yaw_90,
+    APPROACH_HEIGHT,
+    GRASP_DEPTH,
+    GRIPPER_CLOSED,
+    GRIPPER_OPEN,
+    LEFT_HOME,
+    OUTCOMES,
+    PLACE_YAW_OFFSETS,
+    YAW_NOISE_PER_M,
+    YAW_OFFSETS as _YAW_OFFSETS,
+    EpisodeParams,
+    EpisodeResult,
+    ready_qpos,
+    topdown_quat,
+    wrap_yaw_90,
 )
-from .tasks.planner import YAW_OFFSETS as _YAW_OFFSETS
 
 #: Gripper yaw offsets of the right arm (rad), tried in order (see :data:`.tasks.planner.YAW_OFFSETS`).
 YAW_OFFSETS = _YAW_OFFSETS["right"]

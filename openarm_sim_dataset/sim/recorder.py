@@ -143,12 +143,6 @@ def episode_arrays(initial_state, physics_ctrl, steps: np.ndarray, dt: float, ts
     return side_arrays, frame_arrays
 
 
-def sim_files(side_arrays: dict[str, np.ndarray], frame_arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
-    """The episode's ``sim/`` files (relative path -> bytes) of its sidecar and frames arrays."""
-    return {f"{layout.SIM_DIR}/{sidecar.SIDECAR_FILE}": sidecar.npz_bytes(side_arrays),
-            f"{layout.SIM_DIR}/{sidecar.FRAMES_FILE}": sidecar.npz_bytes(frame_arrays, compress=True)}
-
-
 class StepRecorder:
     """Collects one episode's streams, camera frames and sidecar arrays from a physics loop.
 
@@ -244,7 +238,7 @@ class StepRecorder:
             np.asarray(self.f_qvel, np.float64), np.asarray(self.f_obj, np.float64).reshape(-1, len(self.cube_adr), 7),
             frames, variation, model_sha256, identity)
         data.cameras.update(frames.streams(ts_frame))
-        data.files.update(sim_files(side_arrays, frame_arrays))
+        data.files.update(sidecar.sim_files(side_arrays, frame_arrays))
         return RecordedEpisode(data, result, side_arrays, frame_arrays,
                                None if variation is None else variation.to_dict(), model_sha256 if variation else None)
 

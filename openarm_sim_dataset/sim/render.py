@@ -27,7 +27,6 @@ Conventions:
 from __future__ import annotations
 
 import os
-from typing import Dict
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -102,7 +101,7 @@ class SimRenderer:
         return backend
 
     def render(self, data: mujoco.MjData, camera: str, rgb: bool = True, depth: bool = True,
-               labels: bool = True) -> Dict[str, np.ndarray]:
+               labels: bool = True) -> dict[str, np.ndarray]:
         """Render one camera; returns a dict with the requested ``rgb``/``depth``/``labels`` arrays.
 
         Two scene draws at most: the RGB pass, and one pass with MuJoCo's segmentation flags whose
@@ -120,7 +119,7 @@ class SimRenderer:
         if self.cull:
             cull_scene(scene, self.width / self.height, CULL_MARGIN_M if self.cull_margin is None else self.cull_margin)
         h, w = self.height, self.width
-        out: Dict[str, np.ndarray] = {}
+        out: dict[str, np.ndarray] = {}
         if rgb:
             mujoco.mjr_render(rect, scene, context)
             buf = np.empty((h, w, 3), dtype=np.uint8)
@@ -175,11 +174,11 @@ class SimRenderer:
         lut = self._segid_lut() if lut is None else lut
         return lut[np.minimum(segid, len(lut) - 1)]
 
-    def _render_by_modes(self, rgb: bool, depth: bool, labels: bool) -> Dict[str, np.ndarray]:
+    def _render_by_modes(self, rgb: bool, depth: bool, labels: bool) -> dict[str, np.ndarray]:
         """The same images through mujoco.Renderer's modes (when its internals are not as expected):
         one pass per image, three per camera frame."""
         r = self.renderer
-        out: Dict[str, np.ndarray] = {}
+        out: dict[str, np.ndarray] = {}
         if rgb:
             out["rgb"] = r.render().copy()
         if depth:
@@ -199,7 +198,7 @@ class SimRenderer:
         """Whether the two passes can be drawn here (needs the mujoco.Renderer internals they use)."""
         return all(hasattr(self.renderer, a) for a in ("_rect", "_mjr_context", "_scene", "_gl_context", "_model"))
 
-    def render_all(self, data: mujoco.MjData) -> Dict[str, Dict[str, np.ndarray]]:
+    def render_all(self, data: mujoco.MjData) -> dict[str, dict[str, np.ndarray]]:
         """Render every configured camera: ``{camera: {"rgb", "depth", "labels"}}``."""
         return {c: self.render(data, c) for c in self.cameras}
 

@@ -43,12 +43,32 @@ import mujoco
 import numpy as np
 
 from .. import layout, sidecar
+from ..cluster import (
+    MAX_RETRIES,
+    ClusterError,
+    ConnectedOutput,
+    WorkerMismatch,
+    checked_worker,
+    import_ray,
+    lost_task_message,
+    node_name,
+    ordered_results,
+    window as ray_window,  # renamed: ``window`` is a frame-time span here
+)
 from ..dataset import folder_problem
 from ..errors import DatasetError
+from ..gl import check_rendering
+from ..lock import OutputLock
 from ..metadata import Metadata
 from ..writer import CAMERA_FORMATS, EpisodeData, close_log, commit_episode, remove_uncommitted
-from .recorder import CameraFrames, RecordConfig, episode_arrays, sim_files
-from .scene import SceneConfig
+from .environment import environment
+from .generate import config_from_simulation, dataflow_simulation_block, simulation_block
+from .models import cached_model, episode_model, load_model
+from .recorder import CameraFrames, RecordConfig, episode_arrays
+from .render import SimRenderer
+from .replay import provenance_differences
+from .scene import CUBE_NAMES, SceneConfig, cube_qpos_adr
+from .variation import VARIANT_RULE, Variation, visual_variant
 
 #: simulation keys that describe where the physics was computed: kept from the source (the render
 #: replays that physics; the rest of the block is the output's).
@@ -80,8 +100,6 @@ class RenderConfig:
         out = {"cameras": list(self.cameras), "width": int(self.width), "height": int(self.height),
                "camera_hz": float(camera_hz), "camera_format": self.camera_format}
         if self.visual_variants:
-            from .variation import VARIANT_RULE
-
             out["visual_variants"] = {"count": int(self.visual_variants), "seed": int(self.seed), "rule": VARIANT_RULE}
         return out
 
@@ -173,12 +191,8 @@ _WORKER: dict = {}
 def _worker_state(job: RenderJob):
     """This process's (output nominal model, renderer) for ``job`` (a GL context is made once)."""
     if _WORKER.get("job") != job:
-        from .render import SimRenderer
-
         if _WORKER.get("renderer") is not None:
             _WORKER["renderer"].close()
-        from .models import load_model
-
         model = load_model(job.scene)
         _WORKER.update(job=job, renderer=SimRenderer(model, job.scene))
     return _WORKER["renderer"]
@@ -188,9 +202,6 @@ def _models(job: RenderJob, variation_doc, recorded_sha: str | None, out_variati
     """``(output model, its sha256)`` of an episode: the source model is rebuilt as recorded first
     (:class:`~.models.ModelMismatchError` otherwise), the output's is the same model when the two scenes
     compile alike (same nominal hash), else the output scene with ``out_variation``."""
-    from .models import cached_model, episode_model
-    from .variation import Variation
-
     src_var = None
     if variation_doc is not None:
         try:
@@ -215,8 +226,6 @@ def render_episode(job: RenderJob, entry: dict, position: int, variant: int | No
     number (None: the source's own scene). ``where`` names the source episode in errors. ``window``:
     the stamps (ns) the frames must lie within (a dataflow recording's streams span less than its
     sidecar when the recorder began or ended off the simulation node: ``layout.camera_window``)."""
-    from .variation import Variation, visual_variant
-
     if isinstance(side, str):
         side = sidecar.load_npz(side)
     for key in ("initial_state", "physics_ctrl", "step", "frame_timestamp", "state"):
@@ -300,12 +309,10 @@ def render_episode(job: RenderJob, entry: dict, position: int, variant: int | No
     if variant is not None:
         new[SOURCE_KEY] = {"episode": layout.check_name(entry["id"], "episode id"), "variant": int(variant),
                            "seed": int(job.cfg.seed), "index": int(index)}
-    return RenderedEpisode(new, frames.streams(ts), sim_files(side_arrays, frame_arrays))
+    return RenderedEpisode(new, frames.streams(ts), sidecar.sim_files(side_arrays, frame_arrays))
 
 
 def _cube_adr(model) -> list[int]:
-    from .scene import CUBE_NAMES, cube_qpos_adr
-
     return [cube_qpos_adr(model, name)[0] for name in CUBE_NAMES]
 
 
@@ -337,9 +344,6 @@ def _source(src: Path) -> tuple[Metadata, dict]:
 
 
 def _check_model(src: Path, sim: dict, scene: SceneConfig) -> str:
-    from .models import cached_model
-    from .replay import provenance_differences
-
     built = cached_model(scene)
     recorded = sim.get("model_sha256")
     if built.sha256 != recorded:
@@ -369,11 +373,6 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions` to render the episodes as Ray tasks,
     each asking for ``ray_gpus_per_task`` GPUs when given (render tasks on GPU nodes). ``src`` is never
     modified."""
-    from ..gl import check_rendering
-    from ..lock import OutputLock
-    from .generate import config_from_simulation, dataflow_simulation_block, simulation_block
-    from .models import load_model
-
     src, out = Path(src), Path(out)
     if cfg.camera_format not in CAMERA_FORMATS:
         raise ValueError(f"camera format must be one of {', '.join(CAMERA_FORMATS)}, not {cfg.camera_format!r}")
@@ -414,8 +413,6 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
     gen_cfg = None if live else dataclasses.replace(base_cfg, record=record, camera_format=cfg.camera_format)
     job = RenderJob(source_scene, source_sha, scene, record, cfg, live)
 
-    from ..cluster import ConnectedOutput
-
     output = ConnectedOutput(ray, lambda: OutputLock(out))
     renderer = None
     try:
@@ -448,7 +445,7 @@ def render_dataset(src: str | os.PathLike, out: str | os.PathLike, cfg: RenderCo
             results = _render_all(src, todo, job, workers)
         else:
             results = _render_on_ray(src, todo, job, ray, ray_gpus_per_task)
-        for (position, ep, entry, variant, oid), rendered in results:
+        for (_position, ep, _entry, _variant, oid), rendered in results:
             files: dict[str, bytes | Path] = dict(_carried_files(layout.episode_dir(src, ep)))
             files.update(rendered.files)
             commit_episode(out, out_meta, rendered.entry, EpisodeData(cameras=rendered.cameras, files=files),
@@ -524,9 +521,6 @@ def _render_all(src: Path, todo: list, job: RenderJob, workers: int) -> Iterator
 def _ray_task(job: RenderJob, entry: dict, position: int, variant, side: dict, where: str, expected_env: dict,
               window: tuple[int, int] | None = None):
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from ..cluster import WorkerMismatch, checked_worker, environment, node_name
-    from ..gl import check_rendering
-
     try:
         check_rendering()
         renderer = _worker_state(job)
@@ -542,8 +536,6 @@ def gpu_placement(gpus: float) -> bool:
     """Whether render tasks ask for ``gpus`` GPUs each: True when some node of the connected cluster has
     that many, False (CPU rendering, the run goes on) when the cluster has no GPU at all; a request no
     GPU node can meet is refused (it would wait forever)."""
-    from ..cluster import ClusterError, import_ray
-
     ray = import_ray()
     per_node = [float((n.get("Resources") or {}).get("GPU", 0.0)) for n in ray.nodes() if n.get("Alive")]
     if not any(per_node):
@@ -557,10 +549,6 @@ def gpu_placement(gpus: float) -> bool:
 def _render_on_ray(src: Path, todo: list, job: RenderJob, opts, gpus: float | None) -> Iterator[tuple[tuple, RenderedEpisode]]:
     """Episodes rendered as Ray tasks (the driver reads each sidecar and sends its arrays: no shared
     filesystem needed); with ``gpus`` each task asks for that many GPUs, so Ray places it on a GPU node."""
-    from ..cluster import (MAX_RETRIES, ClusterError, environment, import_ray, lost_task_message, ordered_results,
-                           window)
-    from .render import SimRenderer
-
     if not todo:
         return
     ray = import_ray()
@@ -570,8 +558,6 @@ def _render_on_ray(src: Path, todo: list, job: RenderJob, opts, gpus: float | No
     if opts.runtime_env:
         options["runtime_env"] = opts.runtime_env
     task = ray.remote(_ray_task).options(**options)
-    from .models import load_model
-
     probe = SimRenderer(load_model(job.scene), job.scene)
     env_ref = ray.put(environment(job.scene, probe.gl_renderer))
     probe.close()
@@ -584,7 +570,7 @@ def _render_on_ray(src: Path, todo: list, job: RenderJob, opts, gpus: float | No
                            _frame_window(src, ep) if job.live else None)
 
     try:
-        for t, answer in ordered_results(submit, todo, window(opts)):
+        for t, answer in ordered_results(submit, todo, ray_window(opts)):
             if answer[0] == "refused":
                 raise ClusterError(None, f"episode {t[4]} refused: {answer[1]}; nothing of it was listed")
             yield t, answer[1]

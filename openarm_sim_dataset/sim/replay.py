@@ -5,11 +5,18 @@ Scope of exactness: same machine architecture, same MuJoCo build, same compiled 
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
+from .. import __version__
+from ..camera import decode_jpeg
+from ..errors import DatasetError
+from ..machine import cpu_identity
+from .recorder import encode_jpeg
+from .scene import asset_hashes, model_hash
 
 #: MuJoCo's name of the data field each mjSTATE_* component holds, where it differs from the enum's
 _FIELD_NAMES = {"WARMSTART": "qacc_warmstart"}
@@ -151,8 +158,6 @@ def provenance_differences(sim: dict, model: mujoco.MjModel, sha256: str | None 
     Names the simulator, MuJoCo version, timestep, model hash, and which asset files changed.
     ``sha256``: the model's hash if already known (see :mod:`openarm_sim_dataset.sim.models`).
     """
-    from .scene import asset_hashes, model_hash
-
     diffs = []
     if sim.get("simulator") != "MuJoCo":
         diffs.append(f"simulator {sim.get('simulator')!r} recorded, MuJoCo here")
@@ -173,14 +178,7 @@ def package_differences(sim: dict) -> list[str]:
     """Package versions and the CPU where they differ from the recorded provenance (explain a drifting
     replay: bit-exact physics is promised on the CPU that computed it, :mod:`openarm_sim_dataset.machine`;
     datasets from before ``simulation.cpu`` existed do not say theirs)."""
-    import platform
-
-    import numpy
-
-    from .. import __version__
-    from ..machine import cpu_identity
-
-    now = {"python": platform.python_version(), "numpy": numpy.__version__, "generator": __version__,
+    now = {"python": platform.python_version(), "numpy": np.__version__, "generator": __version__,
            "machine": platform.machine(), "cpu": cpu_identity()}
     rec = {"python": sim.get("python"), "numpy": sim.get("numpy"),
            "generator": (sim.get("generator") or {}).get("version"), "machine": sim.get("machine"),
@@ -236,10 +234,6 @@ def rerender(model: mujoco.MjModel, side: dict[str, np.ndarray], frames: dict[st
     Images depend on the GL implementation (llvmpipe here): on another renderer depth/labels may
     still match while RGB bytes differ. ``psnr_always=False`` decodes a stored JPEG only when the
     re-encoded bytes differ (where equal bytes are expected: the cost stays that of rendering)."""
-    from ..camera import decode_jpeg
-    from ..errors import DatasetError
-    from .recorder import encode_jpeg
-
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     renderer.use_model(model)  # the episode's own model (its variation) is the one rendered
     data = mujoco.MjData(model)

@@ -26,7 +26,6 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Tuple
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -66,29 +65,29 @@ __all__ = [
 #: Prefix applied to every name of the attached OpenArm model.
 ROBOT_PREFIX = "robot/"
 #: Arm sides, in the order used by per-arm arrays.
-SIDES: Tuple[str, str] = ("right", "left")
+SIDES: tuple[str, str] = ("right", "left")
 #: Edge length of each cube (m).
 CUBE_SIZE = 0.04
 #: Cube colours in label order; the red cube is the pick target.
-CUBE_NAMES: Tuple[str, str, str] = ("cube_red", "cube_green", "cube_blue")
+CUBE_NAMES: tuple[str, str, str] = ("cube_red", "cube_green", "cube_blue")
 #: Nominal RGBA of each cube (:mod:`~openarm_sim_dataset.sim.variation` keeps each hue near its own).
-CUBE_RGBA: Dict[str, Tuple[float, float, float, float]] = {
+CUBE_RGBA: dict[str, tuple[float, float, float, float]] = {
     "cube_red": (0.85, 0.1, 0.1, 1.0), "cube_green": (0.1, 0.7, 0.2, 1.0), "cube_blue": (0.1, 0.25, 0.85, 1.0)}
 #: Nominal scene lights (no shadows: cheap headless rendering): position (world, m), direction,
 #: diffuse and specular colour.
-LIGHTS: Dict[str, Dict[str, Tuple[float, float, float]]] = {
+LIGHTS: dict[str, dict[str, tuple[float, float, float]]] = {
     "key": {"pos": (0.6, -0.6, 2.0), "dir": (-0.25, 0.25, -1.0), "diffuse": (0.45, 0.45, 0.45),
             "specular": (0.1, 0.1, 0.1)},
     "fill": {"pos": (-0.5, 0.5, 2.0), "dir": (0.3, -0.3, -1.0), "diffuse": (0.3, 0.3, 0.3),
              "specular": (0.0, 0.0, 0.0)},
 }
 #: Nominal head camera: position (world, m); it looks at :func:`head_target` (0.02 m above the table).
-HEAD_CAMERA_POS: Tuple[float, float, float] = (0.80, -0.12, 0.95)
+HEAD_CAMERA_POS: tuple[float, float, float] = (0.80, -0.12, 0.95)
 #: Nominal table top colour (RGBA).
-TABLE_RGBA: Tuple[float, float, float, float] = (0.78, 0.68, 0.52, 1.0)
+TABLE_RGBA: tuple[float, float, float, float] = (0.78, 0.68, 0.52, 1.0)
 
 #: Segmentation label table: label value -> name.
-LABELS: Dict[int, str] = {
+LABELS: dict[int, str] = {
     0: "background",
     1: "floor",
     2: "table",
@@ -101,7 +100,7 @@ LABELS: Dict[int, str] = {
 
 #: Home joint positions (joint1..7, rad) of each arm: elbow bent 90 deg, hand in
 #: front of the body, well clear of the table.
-HOME_ARM_QPOS: Dict[str, np.ndarray] = {
+HOME_ARM_QPOS: dict[str, np.ndarray] = {
     "right": np.array([0.0, 0.0, 0.0, 1.5708, 0.0, 0.0, 0.0]),
     "left": np.array([0.0, 0.0, 0.0, 1.5708, 0.0, 0.0, 0.0]),
 }
@@ -146,17 +145,17 @@ class SceneConfig:
     """
 
     timestep: float = 0.002
-    cameras: Tuple[str, ...] = ("head", "wrist_right", "wrist_left")
+    cameras: tuple[str, ...] = ("head", "wrist_right", "wrist_left")
     width: int = 160
     height: int = 120
     arm_height: float = 0.79
     table_height: float = 0.30
-    table_center_xy: Tuple[float, float] = (0.225, -0.10)
-    table_half_xy: Tuple[float, float] = (0.275, 0.45)
-    cube_area_center: Tuple[float, float] = (0.13, -0.23)
+    table_center_xy: tuple[float, float] = (0.225, -0.10)
+    table_half_xy: tuple[float, float] = (0.275, 0.45)
+    cube_area_center: tuple[float, float] = (0.13, -0.23)
     cube_area_half: float = 0.10
-    tray_center_xy: Tuple[float, float] = (0.18, 0.01)
-    tray_half_xy: Tuple[float, float] = (0.06, 0.06)
+    tray_center_xy: tuple[float, float] = (0.18, 0.01)
+    tray_half_xy: tuple[float, float] = (0.06, 0.06)
     tray_wall_height: float = 0.03
     cube_mass: float = 0.05
     cube_friction: float = 1.0
@@ -165,7 +164,7 @@ class SceneConfig:
     impratio: float = 10.0
     cone: str = "elliptic"
     integrator: str = "implicitfast"
-    offscreen_size: Tuple[int, int] = (1280, 960)
+    offscreen_size: tuple[int, int] = (1280, 960)
 
 
 def _openarm_xml() -> Path:
@@ -200,17 +199,17 @@ def look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
     return _mat_to_quat(np.stack([xc, yc, zc], axis=1))
 
 
-def head_target(cfg: SceneConfig) -> Tuple[float, float, float]:
+def head_target(cfg: SceneConfig) -> tuple[float, float, float]:
     """World point (m) the nominal head camera looks at: above the table, in front of the robot."""
     return (0.14, -0.12, cfg.table_height + 0.02)
 
 
 #: xml path -> (asset hashes, {side: (pos, quat, fovy)}): the OpenArm wrist camera poses, resolved by a
 #: compilation of the OpenArm model alone (its MJCF gives them as euler angles); once per process.
-_WRIST_CAMERAS: Dict[str, tuple] = {}
+_WRIST_CAMERAS: dict[str, tuple] = {}
 
 
-def _wrist_cameras(child: mujoco.MjSpec, xml: Path) -> Dict[str, tuple]:
+def _wrist_cameras(child: mujoco.MjSpec, xml: Path) -> dict[str, tuple]:
     assets = tuple(sorted(asset_hashes().items()))
     hit = _WRIST_CAMERAS.get(str(xml))
     if hit is not None and hit[0] == assets:
@@ -395,7 +394,7 @@ def _openarm_spec() -> mujoco.MjSpec:
     return mujoco.MjSpec.from_string(xml.read_text(), assets=assets)
 
 
-def asset_files() -> Tuple[Path, list]:
+def asset_files() -> tuple[Path, list]:
     """The ``openarm_mujoco`` ``v2`` folder and every file the scene reads (the MJCF and its meshes)."""
     xml = _openarm_xml()
     root = xml.parent
@@ -409,28 +408,29 @@ def asset_files() -> Tuple[Path, list]:
 
 
 #: path -> ((size, mtime_ns, inode), sha256): asset files are hashed again only when they change.
-_FILE_SHA256: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
+FILE_SHA256: dict[str, tuple[tuple[int, int, int], str]] = {}
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of the file at ``path``, memoised in :data:`FILE_SHA256` by its size, mtime and inode."""
     st = path.stat()
     sig = (st.st_size, st.st_mtime_ns, st.st_ino)
-    hit = _FILE_SHA256.get(str(path))
+    hit = FILE_SHA256.get(str(path))
     if hit is not None and hit[0] == sig:
         return hit[1]
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    _FILE_SHA256[str(path)] = (sig, digest)
+    FILE_SHA256[str(path)] = (sig, digest)
     return digest
 
 
-def asset_hashes() -> Dict[str, str]:
+def asset_hashes() -> dict[str, str]:
     """SHA-256 of every file the scene reads: the OpenArm MJCF and its meshes.
 
     Keys are paths relative to the ``openarm_mujoco`` ``v2`` folder (``/``-separated). Each file is
     read again only when its size, mtime or inode changed since it was last hashed in this process.
     """
     root, files = asset_files()
-    return {Path(os.path.relpath(f, root)).as_posix(): _file_sha256(Path(f)) for f in files}
+    return {Path(os.path.relpath(f, root)).as_posix(): file_sha256(Path(f)) for f in files}
 
 
 def geom_labels(model: mujoco.MjModel) -> np.ndarray:
@@ -451,12 +451,12 @@ def geom_labels(model: mujoco.MjModel) -> np.ndarray:
     return lab
 
 
-def cube_body_names() -> Tuple[str, str, str]:
+def cube_body_names() -> tuple[str, str, str]:
     """Body names of the cubes (red = pick target, green, blue)."""
     return CUBE_NAMES
 
 
-def cube_qpos_adr(model: mujoco.MjModel, name: str) -> Tuple[int, int]:
+def cube_qpos_adr(model: mujoco.MjModel, name: str) -> tuple[int, int]:
     """(qpos address, qvel address) of the free joint of cube body ``name``.
 
     qpos[adr:adr+7] = position (3, world, m) + quaternion (4, wxyz).

@@ -39,8 +39,9 @@ from __future__ import annotations
 import colorsys
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -50,13 +51,13 @@ __all__ = ["MODES", "VARIATION_STREAM", "VARIATION_RULE", "RANGES", "LightVariat
            "CubeVariation", "Variation", "draw_variation", "check_mode"]
 
 #: ``--randomize`` values.
-MODES: Tuple[str, ...] = ("none", "visual", "physics", "all")
+MODES: tuple[str, ...] = ("none", "visual", "physics", "all")
 #: Third seed word of the variation generator (ASCII "VARY"): a stream apart from ``default_rng([seed, i])``.
 VARIATION_STREAM = 0x56415259
 VARIATION_RULE = f"episode i's variation draws only from numpy.random.default_rng([seed, i, {VARIATION_STREAM:#x}])"
 
 #: The stated ranges (uniform draws): name -> (low, high). See the module doc for what each means.
-RANGES: Dict[str, Tuple[float, float]] = {
+RANGES: dict[str, tuple[float, float]] = {
     "light_xy_offset_m": (-0.30, 0.30),
     "light_z_offset_m": (-0.20, 0.20),
     "light_diffuse_scale": (0.6, 1.4),
@@ -77,8 +78,8 @@ RANGES: Dict[str, Tuple[float, float]] = {
 #: Decimals kept of every drawn value (the recorded number is the applied one).
 DECIMALS = 6
 
-Vec3 = Tuple[float, float, float]
-Vec4 = Tuple[float, float, float, float]
+Vec3 = tuple[float, float, float]
+Vec4 = tuple[float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -120,17 +121,17 @@ class Variation:
     """
 
     mode: str
-    lights: Optional[Mapping[str, LightVariation]] = None
-    headlight_ambient: Optional[float] = None
-    rgba: Optional[Mapping[str, Vec4]] = None
-    cameras: Optional[Mapping[str, CameraVariation]] = None
-    cubes: Optional[Mapping[str, CubeVariation]] = field(default=None)
+    lights: Mapping[str, LightVariation] | None = None
+    headlight_ambient: float | None = None
+    rgba: Mapping[str, Vec4] | None = None
+    cameras: Mapping[str, CameraVariation] | None = None
+    cubes: Mapping[str, CubeVariation] | None = field(default=None)
 
     # ------------------------------------------------------------------ plain dicts
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """A plain dict (str keys, floats and lists): what metadata.yaml and the sidecar record."""
-        out: Dict[str, Any] = {"mode": self.mode}
-        visual: Dict[str, Any] = {}
+        out: dict[str, Any] = {"mode": self.mode}
+        visual: dict[str, Any] = {}
         if self.lights is not None:
             visual["lights"] = {n: {"pos": list(v.pos), "diffuse": list(v.diffuse)} for n, v in self.lights.items()}
         if self.headlight_ambient is not None:
@@ -147,7 +148,7 @@ class Variation:
         return out
 
     @classmethod
-    def from_dict(cls, doc: object) -> "Variation":
+    def from_dict(cls, doc: object) -> Variation:
         """Parse :meth:`to_dict`'s output (untrusted: e.g. read from metadata.yaml).
 
         Raises ValueError naming the first key that is missing, unknown, of the wrong type or out of
@@ -156,7 +157,7 @@ class Variation:
         mode = d["mode"]
         if mode not in MODES or mode == "none":
             raise ValueError(f"variation.mode must be one of visual, physics, all, not {mode!r}")
-        kw: Dict[str, Any] = {"mode": mode}
+        kw: dict[str, Any] = {"mode": mode}
         if "visual" in d:
             v = _mapping(d["visual"], "variation.visual", set(), {"lights", "headlight_ambient", "rgba", "cameras"})
             if "lights" in v:
@@ -258,7 +259,7 @@ def _hsv(h: float, s: float, v: float) -> Vec4:
 
 
 def draw_variation(seed: int, index: int, mode: str, cfg: SceneConfig = SceneConfig(),
-                   stream: Tuple[int, ...] = (VARIATION_STREAM,)) -> Optional[Variation]:
+                   stream: tuple[int, ...] = (VARIATION_STREAM,)) -> Variation | None:
     """The variation of episode ``index`` of ``seed`` under ``mode`` (None for ``none``).
 
     Draws from ``default_rng([seed, index, *stream])`` (``stream``: :data:`VARIATION_STREAM`; a visual
@@ -307,12 +308,12 @@ VARIANT_RULE = (f"visual variant k of source episode i (index = its seed_inputs.
                 f"half (cube size, mass, friction) stays the source episode's")
 
 
-def variant_stream(variant: int) -> Tuple[int, int]:
+def variant_stream(variant: int) -> tuple[int, int]:
     """The ``stream`` of :func:`draw_variation` for visual variant ``variant``."""
     return (VARIANT_STREAM, int(variant))
 
 
-def visual_variant(seed: int, index: int, variant: int, source: Optional[Variation],
+def visual_variant(seed: int, index: int, variant: int, source: Variation | None,
                    cfg: SceneConfig = SceneConfig()) -> Variation:
     """Visual variant ``variant`` of an episode of index ``index`` that ran with variation ``source``
     (None: the nominal scene), under render seed ``seed``: new lights, colours and head camera pose

@@ -15,7 +15,7 @@ from .thresholds import Thresholds
 # The rest on first use (PEP 562): `dataset-validate --help` needs only the thresholds.
 _LAZY = {"CheckResult": "core", "Context": "core", "Outcome": "core", "validate": "core", "valid_flags": "core",
          "write_valid_flags": "core", "FORM_CHECKS": "form", "SIM_CHECKS": "simulation",
-         "CAMERA_CHECKS": "cameras", "Report": "core", "ENCODING_CHECKS": "encoding", "PHYSICS_CHECKS": "physics"}
+         "CAMERA_CHECKS": "cameras", "Report": "core", "ENCODING_CHECKS": "encoding", "PHYSICS_CHECKS": "physics", "NO_EPISODES": "check"}
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "CheckResult",
     "Context",
     "FORM_CHECKS",
+    "NO_EPISODES",
     "Outcome",
     "PHYSICS_CHECKS",
     "Report",

@@ -60,7 +60,8 @@ import numpy as np
 from .. import sidecar as sidecar_schema
 from ..camera import Camera, decode_jpeg
 from ..errors import DatasetError
-from .core import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
+from .timing import exact_timing
 
 #: frames decoded per job (one extra, the previous frame, is decoded at each chunk's start)
 CHUNK = 32
@@ -404,8 +405,6 @@ def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_
 
 def check_camera_joint_timing(ctx: Context) -> Outcome:
     """Each camera's pictures move when the joints it sees move, in time (module docstring)."""
-    from .timing import exact_timing
-
     scans = scan(ctx)
     t = ctx.t
     meta = ctx.ds.meta

@@ -15,10 +15,26 @@ from __future__ import annotations
 import os
 import traceback
 
-from ..cluster import (MAX_RETRIES, ClusterError, RayOptions, WorkerMismatch, checked_worker, connect, disconnect,
-                       environment, import_ray, lost_task_message, node_name, ordered_results, window)
+from ..cluster import (
+    MAX_RETRIES,
+    ClusterError,
+    RayOptions,
+    WorkerMismatch,
+    checked_worker,
+    connect,
+    disconnect,
+    import_ray,
+    lost_task_message,
+    node_name,
+    ordered_results,
+    window,
+)
+from ..dataset import Dataset
 from ..errors import DatasetError
-from .core import BLOCK_ERRORS, Context, EpisodeCheck, block_error_text
+from ..gl import check_rendering, import_mujoco
+from ..sim.environment import environment
+from .check import BLOCK_ERRORS, Context, EpisodeCheck, block_error_text
+from .simulation import SIM_CHECKS, scene_config
 
 #: Checks whose outcome depends on the GL implementation (their workers must render like the driver).
 RENDERING = ("sim_render",)
@@ -28,8 +44,6 @@ _GL: dict = {}
 def gl_renderer_string() -> str:
     """This process's OpenGL renderer and version as MuJoCo's backend reports them (once per process)."""
     if "s" not in _GL:
-        from ..gl import check_rendering, import_mujoco
-
         check_rendering()
         mujoco = import_mujoco()
         ctx = mujoco.GLContext(1, 1)
@@ -44,9 +58,9 @@ def gl_renderer_string() -> str:
     return _GL["s"]
 
 
-def _environment(ctx: Context, names: list[str]) -> dict:
-    from .simulation import scene_config
-
+def worker_environment(ctx: Context, names: list[str]) -> dict:
+    """What a worker must share with the driver to give the same rows (versions, assets, the GL renderer of
+    the rendering checks), for :func:`~openarm_sim_dataset.cluster.checked_worker`."""
     try:
         scene = scene_config(ctx)
     except BLOCK_ERRORS:
@@ -56,8 +70,6 @@ def _environment(ctx: Context, names: list[str]) -> dict:
 
 
 def _checks() -> dict[str, EpisodeCheck]:
-    from .simulation import SIM_CHECKS
-
     return {name: fn for name, fn in SIM_CHECKS if isinstance(fn, EpisodeCheck)}
 
 
@@ -66,12 +78,10 @@ def check_task(root: str, cwd: str, ep: str, names: list[str], thresholds, regen
     """Body of one Ray task: the ``episode`` parts of checks ``names`` for episode ``ep``. Returns
     ``("ok", {name: ("ok", partial) | ("err", kind, text)})`` or ``("refused", message)``."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from ..dataset import Dataset
-
     try:
         os.chdir(cwd)
         ctx = Context(Dataset(root), [ep], thresholds, [ep] if ep in regenerate else [])
-        checked_worker(expected_env, lambda: _environment(ctx, names))
+        checked_worker(expected_env, lambda: worker_environment(ctx, names))
     except WorkerMismatch as e:
         return ("refused", str(e))
     except (DatasetError, OSError) as e:
@@ -105,7 +115,7 @@ def run_episode_checks(ctx: Context, rows: list[tuple[str, EpisodeCheck]], opts:
     started = connect(opts)
     try:
         names = [name for name, _ in rows]
-        expected = _environment(ctx, names)
+        expected = worker_environment(ctx, names)
         options = dict(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)
         if opts.runtime_env:
             options["runtime_env"] = opts.runtime_env

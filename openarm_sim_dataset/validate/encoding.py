@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image, JpegImagePlugin, UnidentifiedImageError
 
 from ..errors import DatasetError
-from .core import CheckFn, Context, Outcome
+from .check import CheckFn, Context, Outcome
 
 #: IJG's standard luminance table (quality 50), row by row (the order PIL reports tables in)
 _STD_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,

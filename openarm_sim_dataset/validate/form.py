@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from .. import layout
 from ..atomic import TMP_PREFIX
 from .cameras import scan
-from .core import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .integrity import check_integrity
 from .summary import check_episode_summary
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
@@ -200,7 +200,7 @@ def check_joint_limits(ctx: Context) -> Outcome:
 
 def check_pose_quaternions(ctx: Context) -> Outcome:
     bad, n, worst = set(), 0, 0.0
-    for ep, kind, key, s in _each_stream(ctx):
+    for ep, _kind, key, s in _each_stream(ctx):
         if not key.endswith("/pose"):
             continue
         norm = np.linalg.norm(s.values[:, 3:7].astype(np.float64), axis=1)

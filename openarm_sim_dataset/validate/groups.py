@@ -29,9 +29,22 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .. import layout
+from ..cluster import (
+    MAX_RETRIES,
+    ClusterError,
+    checked_worker,
+    connect,
+    disconnect,
+    import_ray,
+    lost_task_message,
+    ordered_results,
+    window,
+)
+from ..dataset import Dataset
 from ..errors import DatasetError
-from .core import (BLOCK_ERRORS, MAX_FINDINGS_PER_EPISODE, Context, EpisodeCheck, Outcome, RemoteCheckError,
-                   block_error_text)
+from .check import BLOCK_ERRORS, Context, EpisodeCheck, Outcome, RemoteCheckError, block_error_text
+from .registry import check_table, is_sim_check
 
 #: Episodes per group (a group's streams, ~1 MB per default episode, are held at once).
 GROUP_SIZE = 50
@@ -103,8 +116,6 @@ _DATASETS: dict = {}
 
 def _dataset(root: str):
     """The dataset at ``root``, opened once per worker process (re-opened when metadata.yaml changed)."""
-    from ..dataset import Dataset
-
     key = _key(root)
     if key not in _DATASETS:
         _DATASETS.clear()
@@ -113,25 +124,13 @@ def _dataset(root: str):
 
 
 def _key(root: str) -> tuple:
-    from .. import layout
-
     st = os.stat(os.path.join(root, layout.METADATA_FILE))
     return (root, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def table_of(ds, names: list[str], simulation: bool) -> list[tuple[str, object]]:
-    """The check table rows named ``names``, in the table's order (as :func:`~.core.validate` builds it)."""
-    from .cameras import CAMERA_CHECKS
-    from .encoding import ENCODING_CHECKS
-    from .form import FORM_CHECKS
-    from .physics import PHYSICS_CHECKS
-
-    table = list(FORM_CHECKS) + CAMERA_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
-    if simulation and ds.meta.simulation is not None:
-        from .simulation import sim_checks
-
-        table += sim_checks(ds.meta.simulation)
-    by_name = dict(table)
+    """The check table rows named ``names``, in the table's order (as :func:`~.runner.validate` builds it)."""
+    by_name = dict(check_table(ds.meta.simulation, False, simulation))
     return [(n, by_name[n]) for n in names]
 
 
@@ -147,17 +146,13 @@ def run_group(root: str, cwd: str, ids: list[str], names: list[str], simulation:
         ctx = Context(ds, ids, thresholds, [e for e in regenerate if e in ids])
         table = table_of(ds, names, simulation)
         if expected_env is not None:
-            from ..cluster import checked_worker
-            from .distributed import _environment
+            from .distributed import worker_environment  # optional extra: ray
 
-            checked_worker(expected_env, lambda: _environment(ctx, names))
+            checked_worker(expected_env, lambda: worker_environment(ctx, names))
     except DatasetError as e:
         return ("refused", str(e))
     except Exception as e:  # WorkerMismatch, OSError
         return ("refused", str(e))
-    from .simulation import SIM_CHECKS
-
-    sim_names = {n for n, _ in SIM_CHECKS}
     answers = {}
     for name, fn in table:
         try:
@@ -165,12 +160,12 @@ def run_group(root: str, cwd: str, ids: list[str], names: list[str], simulation:
                 prep = fn.prepare(ctx) if fn.prepare else None
                 parts = {}
                 for ep in fn.select(ctx):
-                    parts[ep] = _answer(lambda: ("ok", fn.episode(ctx, ep, prep)), name in sim_names)
+                    parts[ep] = _answer(lambda: ("ok", fn.episode(ctx, ep, prep)), is_sim_check(name))
                 answers[name] = ("parts", parts)
             else:
                 answers[name] = ("out", fn(ctx))
         except Exception as e:
-            answers[name] = _error(e, name in sim_names)
+            answers[name] = _error(e, is_sim_check(name))
     return ("ok", answers, ctx.file_lines)
 
 
@@ -224,23 +219,20 @@ def run_groups(ds, ids: list[str], names: list[str], simulation: bool, threshold
 
 
 def _on_ray(ds, root: str, cwd: str, groups: list[list[str]], args: tuple, opts) -> Iterator:
-    from ..cluster import (MAX_RETRIES, ClusterError, connect, disconnect, import_ray, lost_task_message,
-                           ordered_results, window)
-    from .distributed import _environment
+    from .distributed import worker_environment  # optional extra: ray
 
     ray = import_ray()
     names = args[0]
     started = connect(opts)
     try:
-        expected = _environment(Context(ds, [], args[2]), names)
+        expected = worker_environment(Context(ds, [], args[2]), names)
         options = dict(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)
         if opts.runtime_env:
             options["runtime_env"] = opts.runtime_env
         task = ray.remote(run_group).options(**options)
         env_ref = ray.put(expected)
         try:
-            for g, answer in ordered_results(lambda g: task.remote(root, cwd, g, *args, env_ref), groups, window(opts)):
-                yield g, answer
+            yield from ordered_results(lambda g: task.remote(root, cwd, g, *args, env_ref), groups, window(opts))
         except ray.exceptions.RayError as e:
             raise ClusterError(None, f"a Ray task failed beyond its {MAX_RETRIES} retries: {lost_task_message(e)}") from None
     finally:
@@ -260,8 +252,6 @@ def grouped_outcomes(ctx: Context, table: list, simulation: bool, workers: int =
     for g, answer in run_groups(ctx.ds, ctx.episodes, names, simulation, ctx.t, ctx.regenerate, workers, ray):
         if answer[0] == "refused":
             if ray is not None:
-                from ..cluster import ClusterError
-
                 raise ClusterError(None, f"episodes {g[0]}..{g[-1]} refused: {answer[1]}")
             raise DatasetError(ctx.ds.root, answer[1])
         _, answers, lines = answer

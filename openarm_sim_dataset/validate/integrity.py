@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from .. import layout, manifest
-from .core import Context, Outcome
+from .check import Context, Outcome
 
 
 def check_integrity(ctx: Context) -> Outcome:

@@ -37,7 +37,7 @@ import hashlib
 import numpy as np
 
 from .. import layout
-from .core import CheckFn, Context, EpisodeCheck, Outcome
+from .check import CheckFn, Context, EpisodeCheck, Outcome
 from .timing import is_simulated
 
 #: rate of the common grid of action_follows_obs (Hz): fast enough for a 0.1 s lag, cheap

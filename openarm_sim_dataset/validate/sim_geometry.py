@@ -12,10 +12,20 @@ import numpy as np
 
 from .. import sidecar
 from ..gl import import_mujoco
-from .core import Context, EpisodeCheck, Outcome
+from ..sim.scene import cube_half_size
+from .check import Context, EpisodeCheck, Outcome
 from .sim_model import (
-    CUBE_HALF_DIAGONAL, ModelProblem, _cameras, _episode_K, _model_problems, _sidecar_and_model, _sim, back_project,
-    camera_episodes, physics_only, project,
+    CUBE_HALF_DIAGONAL,
+    ModelProblem,
+    back_project,
+    camera_episodes,
+    episode_K,
+    physics_only,
+    project,
+    recorded_cameras,
+    sidecar_and_model,
+    sim_block,
+    split_model_problems,
 )
 
 
@@ -32,7 +42,7 @@ def _plane_heights(m) -> dict[int, float]:
 def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelProblem | None:
     """Median plane error (m) of each camera of episode ``ep`` with floor/table pixels, measured against
     the planes and K of the episode's own model."""
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     side, m = got
@@ -41,8 +51,8 @@ def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelPr
         return None
     planes = _plane_heights(m)
     medians = []
-    for cam in _cameras(ctx):
-        K = _episode_K(ctx, ep, cam, m)
+    for cam in recorded_cameras(ctx):
+        K = episode_K(ctx, ep, cam, m)
         depth, labels = fr.get(f"depth_{cam}"), fr.get(f"labels_{cam}")
         pos, mat = side.get(f"cam_pos_{cam}"), side.get(f"cam_mat_{cam}")
         if depth is None or labels is None or pos is None or mat is None:
@@ -64,9 +74,9 @@ def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelPr
 
 
 def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
-    if not _cameras(ctx):
+    if not recorded_cameras(ctx):
         return physics_only(ctx)
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     figures = []
     for ep, medians in parts.items():
         for med in medians or []:
@@ -82,7 +92,7 @@ check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce, select=ca
 
 
 def _fixed_camera(ctx: Context) -> str | None:
-    cams = _cameras(ctx)
+    cams = recorded_cameras(ctx)
     return "head" if "head" in cams else next((c for c in cams if not c.startswith("wrist")), None)
 
 
@@ -91,7 +101,7 @@ def _labelled(ctx: Context, ep: str, cam: str | None):
     there is nothing to check (no camera, no sidecar, no labels), or the :class:`ModelProblem`."""
     if cam is None:
         return None
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     fr = ctx.frames(ep)
@@ -133,7 +143,7 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> tuple[list[
     if not isinstance(got, tuple):
         return got
     side, m, fr = got
-    K = _episode_K(ctx, ep, cam, m)
+    K = episode_K(ctx, ep, cam, m)
     labels = fr[f"labels_{cam}"]
     h, w = labels.shape[1:]
     pose, pos, mat = side["object_pose"], side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"]
@@ -155,7 +165,7 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> tuple[list[
 def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     if cam is None:
         return Outcome(True, "no fixed camera", skipped=True, applicable=False)
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     errors, limits = [], set()
     for ep, part in parts.items():
         ep_err, limit = part if part else ([], None)
@@ -181,14 +191,12 @@ check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduc
 
 def _wrist_cameras(ctx: Context) -> list[str]:
     """Every wrist camera of the dataset (each arm's: an episode's acting arm may be either)."""
-    return [c for c in _cameras(ctx) if c.startswith("wrist")]
+    return [c for c in recorded_cameras(ctx) if c.startswith("wrist")]
 
 
 def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[int, int]] | ModelProblem | None:
     """Per wrist camera: (frames with the red cube centre in view, of them on its own label), with K
     and the cube size of the episode's own model."""
-    from ..sim.scene import cube_half_size
-
     out = {}
     for cam in cams:
         got = _labelled(ctx, ep, cam)
@@ -197,7 +205,7 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
                 continue
             return got
         side, m, fr = got
-        K = _episode_K(ctx, ep, cam, m)
+        K = episode_K(ctx, ep, cam, m)
         half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
         labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
         h, w = labels.shape[1:]
@@ -222,7 +230,7 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
 def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
     if not cams:
         return Outcome(True, "no wrist camera", skipped=True, applicable=False)
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     seen = {c: [0, 0] for c in cams}  # camera: [in view, on its label]
     worst = []
     for ep, part in parts.items():
@@ -238,7 +246,7 @@ def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
     if problems:
         return Outcome(False, f"{len(problems)} episode model(s) not as recorded, first: {problems[0]}", bad)
     if not any(n for n, _ in seen.values()):
-        if sidecar.recorded_live(_sim(ctx)):  # a teleoperator's episode need not look at the cube at all
+        if sidecar.recorded_live(sim_block(ctx)):  # a teleoperator's episode need not look at the cube at all
             return Outcome(True, f"red cube never in view of {', '.join(cams)} (recorded live in a dataflow: "
                            "nothing to check)", skipped=True, applicable=False)
         if ctx.ds.meta.operation_type == "rollout":  # nor a policy's (a zero policy's wrist never moves)

@@ -23,8 +23,11 @@ import numpy as np
 from .. import layout, sidecar
 from ..errors import DatasetError
 from ..gl import import_mujoco
-from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _listed, _model_problems, _sidecar_and_model, _sim, scene_config
+from ..sim.config import config_for_task, config_from_simulation, params_for
+from ..sim.replay import differing_components
+from ..sim.tasks import make_controller, object_up_vectors, rejudge, rollout_outcome, set_initial_state
+from .check import Context, EpisodeCheck, Outcome
+from .sim_model import ModelProblem, listed, scene_config, sidecar_and_model, sim_block, split_model_problems
 from .sim_replay import replayed_judged_state
 
 
@@ -33,28 +36,23 @@ def _config(ctx: Context, ep: str):
     seed of its own ``seed_inputs`` (a merge of two seeds' runs keeps the first's simulation block)."""
     import dataclasses
 
-    from ..sim.generate import config_from_simulation
-
     entry = ctx.ds.episode(ep)
     prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else {}
-    cfg = config_from_simulation({**_sim(ctx), **prov}, scene_config(ctx))
+    cfg = config_from_simulation({**sim_block(ctx), **prov}, scene_config(ctx))
     cfg = dataclasses.replace(cfg, seed=int(entry["seed_inputs"]["seed"]))
     if ctx.ds.meta.operation_type == "rollout":  # dataset-evaluate runs each task's environment on its own
-        from ..sim.generate import config_for_task
 
         cfg = config_for_task(str(entry.get("task", "pick_place")), dataclasses.replace(cfg, tasks=(), task_weights=()))
     return cfg
 
 
-def _params(ctx: Context, ep: str):
+def drawn_params(ctx: Context, ep: str):
     """``(params, task_index, cfg)`` that the dataset's seed draws for episode ``ep``'s recorded index."""
-    from ..sim.generate import params_for
-
     cfg = _config(ctx, ep)
     index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
     params, task_index = params_for(cfg, index)
     if ctx.ds.meta.operation_type == "rollout":  # indexes the rollout dataset's own task list
-        names = list((_sim(ctx).get("tasks") or {}).get("names") or [params.task])
+        names = list((sim_block(ctx).get("tasks") or {}).get("names") or [params.task])
         task_index = names.index(params.task) if params.task in names else -1
     return params, task_index, cfg
 
@@ -67,8 +65,8 @@ def _facts(ctx: Context, ep: str, side: dict, key: str) -> dict | str | None:
         value = sidecar.read_json(side, key, path)
     except DatasetError as e:
         return str(e)
-    if value is None and int(_sim(ctx).get("schema_version", 1)) >= sidecar.FACTS_SCHEMA:
-        return f"{path}: missing {key!r} (sidecar schema {_sim(ctx).get('schema_version')} records it)"
+    if value is None and int(sim_block(ctx).get("schema_version", 1)) >= sidecar.FACTS_SCHEMA:
+        return f"{path}: missing {key!r} (sidecar schema {sim_block(ctx).get('schema_version')} records it)"
     return value
 
 
@@ -88,17 +86,14 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
     """``(sidecar records its identity, what differs)`` of episode ``ep``."""
     mujoco = import_mujoco()
 
-    from ..sim.replay import differing_components
-    from ..sim.tasks import set_initial_state
-
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     side, m = got
     entry = ctx.ds.episode(ep)
     out: list[str] = []
     try:
-        params, task_index, cfg = _params(ctx, ep)
+        params, task_index, cfg = drawn_params(ctx, ep)
     except (KeyError, TypeError, ValueError) as e:
         return False, [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"]
     # the initial state that index's parameters set: a folder copied from another episode has its own
@@ -144,7 +139,7 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
 
 
 def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     n = recorded = 0
     first = None
     hand = [ep for ep, part in parts.items() if part is not None and len(part) > 2 and part[2]]
@@ -155,7 +150,7 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
         recorded += part[0]
         if part[1]:
             bad.append(ep)
-            first = first or _listed(ep, part[1])
+            first = first or listed(ep, part[1])
     missing = [ep for ep, part in parts.items() if part is None]
     old = n - recorded  # schema 1 (or an unusable record, listed among the differences)
     detail = (f"{n - len(bad)}/{n} episodes are the ones their metadata entries describe (task, arms, seed inputs, "
@@ -174,11 +169,9 @@ check_sim_identity = EpisodeCheck(_identity_episode, _identity_reduce)
 
 
 # --------------------------------------------------------------------------------- sim_labels
-def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | None:
+def labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | None:
     """``("old", why)`` for a sidecar without judge facts (schema 1), else ``("ok", judged, what differs)``."""
-    from ..sim.tasks import make_controller, rejudge
-
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     side, m = got
@@ -191,7 +184,7 @@ def _labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | 
     if isinstance(facts, str):
         return ("ok", (), [facts])
     try:
-        params, _, _ = _params(ctx, ep)
+        params, _, _ = drawn_params(ctx, ep)
     except (KeyError, TypeError, ValueError) as e:
         return ("ok", (), [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"])
     step = facts.get("step")
@@ -251,10 +244,9 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
     environment labelled it with) on the state after its last physics step, replayed (the state before
     that step, then the step itself, as the environment left it: contacts included)."""
     mujoco = import_mujoco()
-    from ..sim.tasks import make_controller, object_up_vectors, rollout_outcome
 
     try:
-        params, _, _ = _params(ctx, ep)
+        params, _, _ = drawn_params(ctx, ep)
     except (KeyError, TypeError, ValueError) as e:
         return ("ok", (), [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"])
     ctrl = side["physics_ctrl"]
@@ -283,7 +275,7 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
 
 
 def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     first, old, judged, successes, hand = None, [], 0, 0, []
     for ep, part in parts.items():
         if part is None:
@@ -292,13 +284,13 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
             old.append(part[1])
             continue
         if len(part) > 3 and part[3]:
-            hand.append(_listed(ep, part[3]))
+            hand.append(listed(ep, part[3]))
         if part[1]:
             judged += 1
             successes += part[1][1] == "success"
         if part[2]:
             bad.append(ep)
-            first = first or _listed(ep, part[2])
+            first = first or listed(ep, part[2])
     missing = [ep for ep, part in parts.items() if part is None]
     if not judged and not bad and not problems and old:
         return Outcome(True, f"{len(old)} episode(s) recorded before sidecar schema {sidecar.FACTS_SCHEMA}: nothing to "
@@ -315,4 +307,4 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     return Outcome(not bad and not missing and judged > 0, detail, bad + missing)
 
 
-check_sim_labels = EpisodeCheck(_labels_episode, _labels_reduce)
+check_sim_labels = EpisodeCheck(labels_episode, _labels_reduce)

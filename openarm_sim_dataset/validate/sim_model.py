@@ -5,7 +5,7 @@ scene's, or for a randomised episode the scene rebuilt with its recorded variati
 (:func:`episode_model`; its hash must be the episode's recorded ``model_sha256``). K is the one
 metadata.yaml declares (``simulation.cameras.<c>.K``, which ``sim_provenance`` holds to every episode
 model's field of view); camera poses come from the sidecar (per frame: a randomised episode's moved head
-camera, which ``sim_sidecar_agrees`` holds to the kinematics of the stored state on the episode's model). An episode check starts with :func:`_sidecar_and_model` (sidecar, else nothing
+camera, which ``sim_sidecar_agrees`` holds to the kinematics of the stored state on the episode's model). An episode check starts with :func:`sidecar_and_model` (sidecar, else nothing
 to check; model rebuilt as recorded, else a :class:`ModelProblem`).
 """
 
@@ -18,8 +18,11 @@ import numpy as np
 
 from .. import layout, sidecar
 from ..errors import DatasetError
-from .core import Context
-
+from ..sim.models import cached_model, load_model
+from ..sim.render import SimRenderer
+from ..sim.scene import SceneConfig
+from ..sim.variation import Variation
+from .check import Context, Outcome
 
 #: Half the space diagonal of a 40 mm cube (m): no cube surface is nearer than centre depth minus this.
 #: (A randomised episode's cube: its own model's size, see :func:`_wrist_episode`.)
@@ -28,8 +31,6 @@ CUBE_HALF_DIAGONAL = 0.02 * 3**0.5
 # ----------------------------------------------------------------------------- model access
 def scene_config(ctx: Context):
     """The SceneConfig stored in metadata (lists turned back into tuples)."""
-    from ..sim.scene import SceneConfig
-
     stored = dict(ctx.ds.meta.simulation.get("scene") or {})
     names = {f.name for f in dataclasses.fields(SceneConfig)}
     unknown = sorted(set(stored) - names)
@@ -41,8 +42,6 @@ def scene_config(ctx: Context):
 def built_model(ctx: Context):
     """The model compiled from the stored scene configuration, with its hash (per-process cache; shared:
     never modify it). Used to diagnose provenance, whatever the hash."""
-    from ..sim.models import cached_model
-
     return cached_model(scene_config(ctx))
 
 
@@ -51,9 +50,7 @@ def model(ctx: Context):
     refused (:class:`~openarm_sim_dataset.sim.models.ModelMismatchError`) unless its hash is the
     recorded ``model_sha256``: no check replays or projects on a model other than the recorded one."""
     if "model" not in ctx.cache:
-        from ..sim.models import load_model
-
-        ctx.cache["model"] = load_model(scene_config(ctx), _sim(ctx).get("model_sha256"),
+        ctx.cache["model"] = load_model(scene_config(ctx), sim_block(ctx).get("model_sha256"),
                                         ctx.ds.root / layout.METADATA_FILE)
     return ctx.cache["model"]
 
@@ -66,8 +63,6 @@ _RENDERER: dict = {}
 def episode_variation(ctx: Context, ep: str):
     """The :class:`~openarm_sim_dataset.sim.variation.Variation` recorded in episode ``ep``'s metadata
     entry, or None (nominal scene). A malformed one raises :class:`DatasetError` naming the file."""
-    from ..sim.variation import Variation
-
     entry = ctx.ds.episode(ep)
     if sidecar.VARIATION_KEY not in entry:
         return None
@@ -84,7 +79,6 @@ def episode_model(ctx: Context, ep: str):
     variation = episode_variation(ctx, ep)
     if variation is None:
         return model(ctx)
-    from ..sim.models import load_model
 
     where = f"{ctx.ds.root / layout.METADATA_FILE}: episode {ep}"
     recorded = ctx.ds.episode(ep).get(sidecar.MODEL_SHA256_KEY)
@@ -102,7 +96,7 @@ class ModelProblem:
     text: str
 
 
-def _sidecar_and_model(ctx: Context, ep: str):
+def sidecar_and_model(ctx: Context, ep: str):
     """``(sidecar, episode model)`` of ``ep`` for an episode check: None without a usable sidecar (nothing
     to check), or a :class:`ModelProblem` saying why its model cannot be rebuilt as recorded."""
     side = ctx.sidecar(ep)
@@ -114,18 +108,18 @@ def _sidecar_and_model(ctx: Context, ep: str):
         return ModelProblem(str(e))
 
 
-def _model_problems(parts: dict) -> tuple[dict, list[str], list[str]]:
+def split_model_problems(parts: dict) -> tuple[dict, list[str], list[str]]:
     """``(parts without ModelProblem markers, their episodes, their texts)``, in episode order."""
     problems = {ep: p.text for ep, p in parts.items() if isinstance(p, ModelProblem)}
     return {ep: p for ep, p in parts.items() if ep not in problems}, list(problems), list(problems.values())
 
 
-def _listed(ep: str, what: list[str], most: int = 3) -> str:
+def listed(ep: str, what: list[str], most: int = 3) -> str:
     """``episode <ep>: a; b; c (and n more)``: what differs in one episode, the first ``most`` of it."""
     return f"episode {ep}: " + "; ".join(what[:most]) + (f" (and {len(what) - most} more)" if len(what) > most else "")
 
 
-def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
+def episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
     """K of ``cam`` for episode ``ep``: the one metadata.yaml declares (``simulation.cameras.<cam>.K``),
     the K a user projects with, for a randomised episode too (its variation moves the head camera, not
     its field of view). ``sim_provenance`` holds it to the K of the episode's own model; the geometric
@@ -136,10 +130,8 @@ def _episode_K(ctx: Context, ep: str, cam: str, m) -> np.ndarray:
 def renderer(ctx: Context):
     """The process's SimRenderer for the stored scene (created on first use, then reused; its own
     ``.model`` is the model it renders)."""
-    from ..sim.render import SimRenderer
-
     cfg = scene_config(ctx)
-    key = (repr(cfg), _sim(ctx).get("model_sha256"), os.environ.get("MUJOCO_GL"))
+    key = (repr(cfg), sim_block(ctx).get("model_sha256"), os.environ.get("MUJOCO_GL"))
     entry = _RENDERER.get("entry")
     if entry is not None and entry[0] == key:
         return entry[1]
@@ -153,33 +145,33 @@ def renderer(ctx: Context):
 
 def same_renderer(ctx: Context, r) -> bool:
     """Whether this process renders with the GL implementation the dataset was recorded with."""
-    return r.gl_renderer == _sim(ctx).get("gl_renderer")
+    return r.gl_renderer == sim_block(ctx).get("gl_renderer")
 
 
-def _sim(ctx: Context) -> dict:
+def sim_block(ctx: Context) -> dict:
+    """The dataset's ``simulation:`` block (untrusted input: a check reading it may meet any shape)."""
     return ctx.ds.meta.simulation
 
 
-def _cameras(ctx: Context) -> list[str]:
-    return list((_sim(ctx).get("cameras") or {}).keys())
+def recorded_cameras(ctx: Context) -> list[str]:
+    """The cameras the simulation block declares (none in a physics-only dataset)."""
+    return list((sim_block(ctx).get("cameras") or {}).keys())
 
 
 def camera_episodes(ctx: Context) -> list[str]:
     """The episodes a check of drawn pixels looks at: every one, or none in a physics-only dataset
     (``dataset-generate --cameras none``: nothing was drawn, so there is nothing to check)."""
-    return list(ctx.episodes) if _cameras(ctx) else []
+    return list(ctx.episodes) if recorded_cameras(ctx) else []
 
 
 #: The row of a check of drawn pixels on a physics-only dataset: not applicable, never a failure.
 def physics_only(ctx: Context):
-    from .core import Outcome
-
     return Outcome(True, "physics-only dataset (no cameras recorded): nothing drawn to check", skipped=True,
                    applicable=False)
 
 
 def _K(ctx: Context, cam: str) -> np.ndarray:
-    return np.asarray(_sim(ctx)["cameras"][cam]["K"], dtype=np.float64)
+    return np.asarray(sim_block(ctx)["cameras"][cam]["K"], dtype=np.float64)
 
 
 def project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,8 +10,11 @@ from __future__ import annotations
 from .. import sidecar
 from ..errors import DatasetError
 from ..gl import import_mujoco
-from .core import Context, EpisodeCheck, Outcome
-from .sim_model import _cameras, _sim, built_model, episode_model, episode_variation, scene_config
+from ..sim.render import intrinsics
+from ..sim.replay import provenance_differences
+from ..sim.variation import draw_variation, visual_variant
+from .check import Context, EpisodeCheck, Outcome
+from .sim_model import built_model, episode_model, episode_variation, recorded_cameras, scene_config, sim_block
 
 
 def _provenance_prepare(ctx: Context) -> tuple[bool, str]:
@@ -19,17 +22,15 @@ def _provenance_prepare(ctx: Context) -> tuple[bool, str]:
     against the recorded versions, assets and hash (once, whatever the episodes)."""
     mujoco = import_mujoco()
 
-    from ..sim.replay import provenance_differences
-
     try:
         built = built_model(ctx)
-        diffs = provenance_differences(_sim(ctx), built.model, built.sha256)
+        diffs = provenance_differences(sim_block(ctx), built.model, built.sha256)
     except (ValueError, TypeError) as e:
         return False, f"model cannot be rebuilt from the stored scene: {e}"
     if diffs:
         return False, "; ".join(diffs)
-    cams = f", {len(_cameras(ctx))} camera descriptions (K, sizes) as drawn" if _cameras(ctx) else ""
-    return True, f"MuJoCo {mujoco.__version__}, model {_sim(ctx)['model_sha256'][:12]} as recorded{cams}"
+    cams = f", {len(recorded_cameras(ctx))} camera descriptions (K, sizes) as drawn" if recorded_cameras(ctx) else ""
+    return True, f"MuJoCo {mujoco.__version__}, model {sim_block(ctx)['model_sha256'][:12]} as recorded{cams}"
 
 
 #: A declared K may differ from the model's by this much (px): the writers round K to 12 decimals.
@@ -45,9 +46,7 @@ def camera_description_problems(ctx: Context, m, only_K: bool = False) -> list[s
     ``only_K``: K alone (an episode's own model; the sizes are the dataset's)."""
     import numpy as np
 
-    from ..sim.render import intrinsics
-
-    sim = _sim(ctx)
+    sim = sim_block(ctx)
     cams = sim.get("cameras") or {}
     if not cams:
         return []
@@ -76,14 +75,12 @@ def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[
     metadata entry and in its sidecar agree, the variation is the one its seed draws under the dataset's
     ``randomization`` mode, and the model rebuilt from it hashes as recorded. None when the dataset's
     model already fails (the row says so)."""
-    from ..sim.variation import draw_variation
-
     if not prep[0]:
         return None
     entry = ctx.ds.episode(ep)
     side = ctx.sidecar(ep)
     # a merge with --allow-mixed-provenance keeps each input's scalar simulation keys in the entry
-    prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else _sim(ctx)
+    prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else sim_block(ctx)
     mode = prov.get("randomization", "none")
     try:
         stored, stored_sha = sidecar.episode_variation(side, ctx.sim_dir(ep) / sidecar.SIDECAR_FILE) \
@@ -103,7 +100,6 @@ def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[
         what.append(f"model_sha256 in metadata.yaml {str(recorded)[:12]} differs from the sidecar's {stored_sha[:12]}")
     variant = entry.get("render_source")
     if isinstance(variant, dict) and "variant" in variant:  # a visual variant of dataset-render: its own draw
-        from ..sim.variation import visual_variant
 
         try:
             seed = int(variant["seed"])

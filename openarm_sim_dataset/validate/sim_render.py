@@ -11,10 +11,22 @@ import numpy as np
 
 from .. import sidecar
 from ..errors import DatasetError
-from .core import Context, EpisodeCheck, Outcome
+from ..sim.config import config_from_simulation
+from ..sim.episode import record_index
+from ..sim.replay import rerender
+from ..window import slice_component, trim_sidecar
+from .check import Context, EpisodeCheck, Outcome
 from .sim_model import (
-    ModelProblem, _cameras, _sidecar_and_model, _sim, camera_episodes, model, physics_only, renderer, same_renderer,
+    ModelProblem,
+    camera_episodes,
+    model,
+    physics_only,
+    recorded_cameras,
+    renderer,
+    same_renderer,
     scene_config,
+    sidecar_and_model,
+    sim_block,
 )
 
 
@@ -35,9 +47,7 @@ class _StoredJpegs:
 def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
     """(frames re-rendered, JPEG-identical, lowest PSNR, problem or None) of episode ``ep``; None without
     a usable sidecar."""
-    from ..sim.replay import rerender
-
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     side, m = got
@@ -49,7 +59,7 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
     odd = [c for c in r.cameras if not np.array_equal(cams[c].timestamps, side["frame_timestamp"])]
     if odd:
         return 0, 0, float("inf"), f"episode {ep} camera {odd[0]}: frame stamps differ from the sidecar's frame_timestamp"
-    rr = rerender(m, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(_sim(ctx)["jpeg_quality"]), r,
+    rr = rerender(m, side, None, {c: _StoredJpegs(cams[c]) for c in r.cameras}, int(sim_block(ctx)["jpeg_quality"]), r,
                   stride=max(1, int(ctx.t.sim_render_stride)), depth_labels=False, psnr_always=not same)
     problem = None
     if rr.differences(same, floor):
@@ -61,9 +71,9 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
 
 
 def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
-    if not _cameras(ctx):
+    if not recorded_cameras(ctx):
         return physics_only(ctx)
-    sim = _sim(ctx)
+    sim = sim_block(ctx)
     same = same_renderer(ctx, r)
     stride = max(1, int(ctx.t.sim_render_stride))
     floor = ctx.t.render_psnr_db
@@ -95,15 +105,14 @@ def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
 
 # (no GL context is made for a physics-only dataset: it may be validated where nothing renders)
 check_sim_render = EpisodeCheck(_render_episode, _render_reduce,
-                                lambda ctx: renderer(ctx) if _cameras(ctx) else None, select=camera_episodes)
+                                lambda ctx: renderer(ctx) if recorded_cameras(ctx) else None, select=camera_episodes)
 
 
 def check_sim_regenerate(ctx: Context) -> Outcome:
     if not ctx.regenerate:
         return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
-    from ..sim.generate import config_from_simulation, record_index
 
-    sim = _sim(ctx)
+    sim = sim_block(ctx)
     # the recorded task list and randomisation mode too: the right task on the right model is rebuilt
     cfg = config_from_simulation(sim, scene_config(ctx))
     r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
@@ -164,13 +173,11 @@ def _trimmed_like(rec, side: dict, path):
     kept frames' stamps."""
     import dataclasses
 
-    from ..edit import _slice_component, trim_sidecar
-
     f0, f1 = (int(k) for k in (sidecar.read_json(side, sidecar.TRIM_KEY, path) or {})["frames"])
     new_side, new_frames = trim_sidecar(rec.sidecar, rec.frames, f0, f1)
     lo, hi = int(rec.sidecar["frame_timestamp"][f0]), int(rec.sidecar["frame_timestamp"][f1])
     data = copy.copy(rec.data)
-    data.obs = {k: _slice_component(c, lo, hi) for k, c in rec.data.obs.items()}
-    data.action = {k: _slice_component(c, lo, hi) for k, c in rec.data.action.items()}
+    data.obs = {k: slice_component(c, lo, hi) for k, c in rec.data.obs.items()}
+    data.action = {k: slice_component(c, lo, hi) for k, c in rec.data.action.items()}
     data.cameras = {n: [(t, b) for t, b in frames if lo <= t <= hi] for n, frames in rec.data.cameras.items()}
     return dataclasses.replace(rec, sidecar=new_side, frames=new_frames, data=data)

@@ -18,8 +18,9 @@ import numpy as np
 
 from .. import sidecar
 from ..errors import DatasetError
-from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _model_problems, _sidecar_and_model, _sim
+from ..sim.replay import package_differences, replay
+from .check import Context, EpisodeCheck, Outcome
+from .sim_model import ModelProblem, sidecar_and_model, sim_block, split_model_problems
 
 
 def judged_step(ctx: Context, ep: str, side: dict) -> int | None:
@@ -37,9 +38,7 @@ def _replay_episode(ctx: Context, ep: str, middle: bool) -> tuple | ModelProblem
     """(frames, bit-exact frames, largest qpos/qvel difference, ok, first difference or None) of replaying
     episode ``ep`` on its own model; ``("bad", why)`` if its sidecar cannot be replayed; None without a
     usable sidecar."""
-    from ..sim.replay import replay
-
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     side, m = got
@@ -62,8 +61,6 @@ def _replay_episode(ctx: Context, ep: str, middle: bool) -> tuple | ModelProblem
 def replayed_judged_state(ctx: Context, ep: str, side: dict, m, step: int) -> np.ndarray | None:
     """The mjSTATE_INTEGRATION vector at physics step ``step`` of episode ``ep`` replayed from its initial
     state: the one ``sim_replay`` left in this process, else replayed here. None if it cannot be reached."""
-    from ..sim.replay import replay
-
     cached = ctx.cache.get(("judged_state", ep))
     if cached is not None and cached[0] == step:
         return cached[1]
@@ -75,7 +72,7 @@ def replayed_judged_state(ctx: Context, ep: str, side: dict, m, step: int) -> np
 
 
 def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     frames, exact, worst, first = 0, 0, 0.0, None
     for ep, part in parts.items():
         if part is None:
@@ -93,10 +90,8 @@ def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
     what = "from each episode's middle frame state" if middle else "from the initial state"
     missing = [ep for ep, part in parts.items() if part is None]  # no sidecar: nothing shows the episode replays
     if bad and first:
-        from ..sim.replay import package_differences
-
         # bit-exact physics is promised on the CPU and packages that computed it: say which differ
-        pk = package_differences(_sim(ctx))
+        pk = package_differences(sim_block(ctx))
         first += f" (differing from the provenance: {'; '.join(pk)})" if pk else " (no package or CPU differs from the provenance)"
     return Outcome(not bad and not missing and frames > 0,
                    f"replayed {what}: {exact}/{frames} frames bit-exact (whole mjSTATE_INTEGRATION state, qpos, qvel), "

@@ -10,8 +10,10 @@ import numpy as np
 from .. import layout, sidecar
 from ..atomic import TMP_PREFIX
 from ..gl import import_mujoco
-from .core import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, _cameras, _listed, _model_problems, _sidecar_and_model, _sim, model
+from ..sim.replay import bitwise_differ, state_components
+from ..sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
+from .check import Context, EpisodeCheck, Outcome
+from .sim_model import ModelProblem, listed, model, recorded_cameras, sidecar_and_model, sim_block, split_model_problems
 
 
 def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
@@ -44,10 +46,10 @@ def _schema_prepare(ctx: Context) -> tuple:
     mujoco = import_mujoco()
 
     m = model(ctx)
-    cams = _cameras(ctx)
+    cams = recorded_cameras(ctx)
     size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION)
     shapes = sidecar.expected_shapes(cams, m.nq, m.nv, m.nu, size)
-    w, h = int(_sim(ctx)["scene"]["width"]), int(_sim(ctx)["scene"]["height"])
+    w, h = int(sim_block(ctx)["scene"]["width"]), int(sim_block(ctx)["scene"]["height"])
     return cams, shapes, w, h
 
 
@@ -97,7 +99,7 @@ def _rates_prepare(ctx: Context) -> tuple[int | None, list[str]]:
     against every declared obs/action arm rate and its ``camera_hz`` against every declared camera rate
     (``timestamps`` and ``camera_rate`` hold those to the stored stamps). A dataflow recording declares
     the rates its recorder measured: only its per-frame interval is checked."""
-    sim = _sim(ctx)
+    sim = sim_block(ctx)
     problems = []
     try:
         dt, hz = float(sim["timestep_s"]), float(sim["camera_hz"])
@@ -115,7 +117,7 @@ def _rates_prepare(ctx: Context) -> tuple[int | None, list[str]]:
                 if got is not None and got != sim.get("state_hz"):
                     problems.append(f"frequencies.{kind}.arms.{side_} {got!r} is not simulation.state_hz "
                                     f"{sim.get('state_hz')!r}")
-        for cam in _cameras(ctx):
+        for cam in recorded_cameras(ctx):
             got = meta.frequency("cameras", meta.stored_camera_name(cam)) if cam in meta.cameras else None
             if got is not None and got != hz:
                 problems.append(f"frequencies.cameras.{cam} {got!r} is not simulation.camera_hz {hz!r}")
@@ -172,12 +174,10 @@ check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce, _rates_prepare)
 
 
 def _streams_prepare(ctx: Context) -> tuple:
-    from ..sim.scene import arm_index
-
     # the arms' joint and actuator indices: a variation changes no joint or actuator, only cubes and looks
     m = model(ctx)
-    dt_ns = int(round(float(_sim(ctx)["timestep_s"]) * 1e9))
-    return dt_ns, {s: arm_index(m, s) for s in layout.ARM_SIDES}, sidecar.recorded_live(_sim(ctx))
+    dt_ns = int(round(float(sim_block(ctx)["timestep_s"]) * 1e9))
+    return dt_ns, {s: arm_index(m, s) for s in layout.ARM_SIDES}, sidecar.recorded_live(sim_block(ctx))
 
 
 def _streams_episode(ctx: Context, ep: str, prep: tuple) -> tuple[int, bool, int, int] | None:
@@ -256,10 +256,7 @@ def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] |
     """(facts compared, what differs: each naming the array, the frame and its twin) of episode ``ep``."""
     mujoco = import_mujoco()
 
-    from ..sim.replay import bitwise_differ, state_components
-    from ..sim.scene import CUBE_NAMES, cube_qpos_adr
-
-    got = _sidecar_and_model(ctx, ep)
+    got = sidecar_and_model(ctx, ep)
     if not isinstance(got, tuple):
         return got
     side, m = got
@@ -304,7 +301,7 @@ def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] |
     for c, name in enumerate(CUBE_NAMES[: pose.shape[1]]):
         a, _ = cube_qpos_adr(m, name)
         first_frame(f"object_pose[{name}]", pose[:, c], side["qpos"][:, a:a + 7], "qpos of its free joint")
-    cams = _cameras(ctx)
+    cams = recorded_cameras(ctx)
     d = mujoco.MjData(m)
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     ids = {c: m.camera(c).id for c in cams if f"cam_pos_{c}" in side}
@@ -348,7 +345,7 @@ def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] |
 
 
 def _agrees_reduce(ctx: Context, prep, parts: dict) -> Outcome:
-    parts, bad, problems = _model_problems(parts)
+    parts, bad, problems = split_model_problems(parts)
     compared, first = 0, None
     for ep, part in parts.items():
         if part is None:
@@ -356,7 +353,7 @@ def _agrees_reduce(ctx: Context, prep, parts: dict) -> Outcome:
         compared += part[0]
         if part[1]:
             bad.append(ep)
-            first = first or _listed(ep, part[1])
+            first = first or listed(ep, part[1])
     missing = [ep for ep, part in parts.items() if part is None]
     detail = (f"{compared} stored values equal their twins bitwise (object_pose/qpos, qpos/qvel/time/state, camera "
               f"poses/kinematics of the stored state, frame_timestamp/steps/camera files, frame counts)"

@@ -20,18 +20,31 @@ The names other modules use (``model``, ``renderer``, ``scene_config``, ...) are
 from __future__ import annotations
 
 from .. import sidecar
-from .core import CheckFn, Context, Outcome
+from .check import CheckFn, Context, Outcome
 from .sim_geometry import check_sim_geometry, check_sim_reprojection, check_sim_wrist
-from .sim_model import (  # noqa: F401 - re-exported: cli/replay, validate/distributed and tools import them from here
-    CUBE_HALF_DIAGONAL, ModelProblem, back_project, built_model, episode_model, episode_variation, model, project,
-    renderer, same_renderer, scene_config,
-)
 from .sim_labels import check_sim_identity, check_sim_labels
+from .sim_model import (  # noqa: F401 - re-exported: cli/replay, validate/distributed and tools import them from here
+    CUBE_HALF_DIAGONAL,
+    ModelProblem,
+    back_project,
+    built_model,
+    episode_model,
+    episode_variation,
+    model,
+    project,
+    renderer,
+    same_renderer,
+    scene_config,
+)
 from .sim_provenance import check_sim_provenance
 from .sim_render import check_sim_regenerate, check_sim_render
 from .sim_replay import check_sim_replay, check_sim_resume
 from .sim_sidecar import (
-    check_sim_episodes, check_sim_ranges, check_sim_schema, check_sim_sidecar_agrees, check_sim_streams_agree,
+    check_sim_episodes,
+    check_sim_ranges,
+    check_sim_schema,
+    check_sim_sidecar_agrees,
+    check_sim_streams_agree,
 )
 
 SIM_CHECKS: list[tuple[str, CheckFn]] = [

@@ -15,7 +15,7 @@ import os
 
 from .. import episode_summary, layout
 from ..errors import DatasetError
-from .core import Context, Outcome
+from .check import Context, Outcome
 
 
 def check_episode_summary(ctx: Context) -> Outcome:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import layout, sidecar
-from .core import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding
 
 OK, WARN, FAIL = 0, 1, 2
 

@@ -49,7 +49,7 @@ def static_bytes(name: str) -> bytes:
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: "ViewServer"
+    server: ViewServer
     protocol_version = "HTTP/1.1"
     server_version = "dataset-view"
     sys_version = ""

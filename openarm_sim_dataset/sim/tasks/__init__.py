@@ -24,16 +24,16 @@ files of one run, and a run without ``--tasks`` is the default task alone, file 
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
 
-from ..scene import SceneConfig
+from ..scene import SceneConfig, cube_qpos_adr
 from .base import TASK_STREAM, Task
 from .bimanual import BimanualTrayTask
 from .pick_place import PickPlace, PickPlaceTask, TrayTask
-from .planner import EpisodeParams, EpisodeResult, ScriptedController
+from .planner import EpisodeParams, EpisodeResult, ScriptedController, up_vector
 from .stack import StackTask
 from .unload import UnloadTask
 
@@ -42,7 +42,7 @@ __all__ = ["TASKS", "DEFAULT_TASK", "PickPlace", "TASK_STREAM", "Task", "registe
            "rejudge"]
 
 #: Registry: name -> task, in listing order.
-TASKS: Dict[str, Task] = {}
+TASKS: dict[str, Task] = {}
 #: The task of a generation without ``--tasks``.
 DEFAULT_TASK = "pick_place"
 
@@ -62,7 +62,7 @@ for _t in (PickPlaceTask(), TrayTask("green"), TrayTask("blue"), StackTask("red"
     register(_t)
 
 
-def task_names() -> List[str]:
+def task_names() -> list[str]:
     return list(TASKS)
 
 
@@ -74,7 +74,7 @@ def get_task(name: str) -> Task:
         raise KeyError(f"unknown task {name!r} (known: {', '.join(TASKS)})") from None
 
 
-def resolve_tasks(names: Sequence[str], weights: Sequence[float] = ()) -> Tuple[Tuple[str, ...], Tuple[float, ...]]:
+def resolve_tasks(names: Sequence[str], weights: Sequence[float] = ()) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """Check and normalise a task selection: ``["all"]`` expands to every task; weights default to
     equal, must be as many as the tasks, finite and >= 0 with a positive sum. Raises ValueError."""
     names = list(names)
@@ -96,7 +96,7 @@ def resolve_tasks(names: Sequence[str], weights: Sequence[float] = ()) -> Tuple[
 
 
 def choose_task(seed: int, index: int, names: Sequence[str], weights: Sequence[float] = ()
-                ) -> Tuple[int, np.random.Generator]:
+                ) -> tuple[int, np.random.Generator]:
     """Index into ``names`` of episode ``index``'s task and the task stream after that draw."""
     rng = np.random.default_rng([int(seed), int(index), TASK_STREAM])
     u = rng.random()
@@ -108,7 +108,7 @@ def choose_task(seed: int, index: int, names: Sequence[str], weights: Sequence[f
 
 def episode_params_for(seed: int, index: int, tasks: Sequence[str] = (), weights: Sequence[float] = (),
                        sigma: float = 0.0, retry: bool = False, cfg: SceneConfig = SceneConfig()
-                       ) -> Tuple[EpisodeParams, int]:
+                       ) -> tuple[EpisodeParams, int]:
     """``(params, task_index)`` of episode ``index``: with no ``tasks``, the default task (task index 0)
     drawn exactly as before the task library; otherwise the task chosen by :func:`choose_task`."""
     if not tasks:
@@ -118,7 +118,7 @@ def episode_params_for(seed: int, index: int, tasks: Sequence[str] = (), weights
 
 
 def set_initial_state(model: mujoco.MjModel, data: mujoco.MjData, params: EpisodeParams,
-                      cfg: Optional[SceneConfig] = None) -> None:
+                      cfg: SceneConfig | None = None) -> None:
     """Reset ``data`` and set the initial state of ``params``'s task (arms, cubes), then ``mj_forward``."""
     get_task(params.task).initial_state(model, data, params)
 
@@ -131,9 +131,9 @@ def make_controller(model: mujoco.MjModel, params: EpisodeParams) -> ScriptedCon
 def run_episode(
     model: mujoco.MjModel,
     params: EpisodeParams,
-    on_step: Optional[Callable[[mujoco.MjData, int, np.ndarray], None]] = None,
+    on_step: Callable[[mujoco.MjData, int, np.ndarray], None] | None = None,
     max_time: float = 12.0,
-    data: Optional[mujoco.MjData] = None,
+    data: mujoco.MjData | None = None,
 ) -> EpisodeResult:
     """Run one episode of ``params.task`` to completion (or ``max_time`` s of simulated time).
 
@@ -182,7 +182,7 @@ def run_episode(
 
 
 def rejudge(model: mujoco.MjModel, params: EpisodeParams, initial_state: np.ndarray, judged_state: np.ndarray,
-            facts: dict, controller: Optional[ScriptedController] = None) -> Tuple[str, bool]:
+            facts: dict, controller: ScriptedController | None = None) -> tuple[str, bool]:
     """``(outcome, knocked_over)`` of an episode judged again by its own task's rule: the task's
     controller (:func:`make_controller`, never a copy of its rule) put back in its judging position
     (:meth:`~.planner.ScriptedController.restore`: lanes reset on ``initial_state``, their history from
@@ -203,17 +203,14 @@ def rejudge(model: mujoco.MjModel, params: EpisodeParams, initial_state: np.ndar
     return str(outcome), bool(knocked)
 
 
-def object_up_vectors(model: mujoco.MjModel, rule: ScriptedController, data: mujoco.MjData) -> Dict[str, np.ndarray]:
+def object_up_vectors(model: mujoco.MjModel, rule: ScriptedController, data: mujoco.MjData) -> dict[str, np.ndarray]:
     """Up axis (world) of each of ``rule``'s task objects in ``data``: taken at the initial state, what
     :func:`rollout_outcome` tells a turned (knocked over) object by."""
-    from ..scene import cube_qpos_adr
-    from .planner import up_vector
-
     return {o: up_vector(data.qpos[cube_qpos_adr(model, o)[0] + 3:][:4]) for o in rule.objects}
 
 
-def rollout_outcome(rule: ScriptedController, data: mujoco.MjData, start_up: Dict[str, np.ndarray],
-                    success_any: bool, success: Optional[bool] = None) -> Tuple[str, bool]:
+def rollout_outcome(rule: ScriptedController, data: mujoco.MjData, start_up: dict[str, np.ndarray],
+                    success_any: bool, success: bool | None = None) -> tuple[str, bool]:
     """``(outcome, knocked_over)`` of a policy's episode (no scripted lanes to judge) in ``data``, the
     state after its last physics step: ``success`` when the task's state-only rule
     (:meth:`ScriptedController.success`) holds, else ``undone`` if it held at some step boundary
@@ -225,6 +222,6 @@ def rollout_outcome(rule: ScriptedController, data: mujoco.MjData, start_up: Dic
     return outcome, bool(success and objects_turned(rule, data, start_up))
 
 
-def objects_turned(rule: ScriptedController, data: mujoco.MjData, start_up: Dict[str, np.ndarray]) -> bool:
+def objects_turned(rule: ScriptedController, data: mujoco.MjData, start_up: dict[str, np.ndarray]) -> bool:
     """A task object of ``rule`` rests in ``data`` on another face than its up axis in ``start_up``."""
     return any(rule.turned(data, o, up) for o, up in start_up.items())

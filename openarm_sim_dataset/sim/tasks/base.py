@@ -17,14 +17,21 @@ Randomness of episode ``index`` of seed ``seed``:
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
 
 from ..scene import CUBE_NAMES, SceneConfig, arm_index, cube_half_size, cube_qpos_adr
 from .planner import (
-    GRIPPER_CLOSED, LEFT_HOME, RIGHT_HOME, EpisodeParams, ScriptedController, ready_qpos, table_height, topdown_quat,
+    GRIPPER_CLOSED,
+    LEFT_HOME,
+    RIGHT_HOME,
+    EpisodeParams,
+    ScriptedController,
+    ready_qpos,
+    table_height,
+    topdown_quat,
 )
 
 __all__ = ["Task", "TASK_STREAM", "TRAY_FLOOR", "area_center", "draw_pose", "draw_cubes", "set_arms", "set_cubes"]
@@ -40,14 +47,14 @@ MIN_DIST_TARGET = 0.11
 MIN_DIST_OTHER = 0.065
 
 
-def area_center(cfg: SceneConfig, side: str) -> Tuple[float, float]:
+def area_center(cfg: SceneConfig, side: str) -> tuple[float, float]:
     """Centre (x, y) of arm ``side``'s cube area (world m): the configured one for the right arm, its
     mirror image in y for the left arm (the robot is symmetric about the x-z plane)."""
     cx, cy = cfg.cube_area_center
     return (cx, cy) if side == "right" else (cx, -cy)
 
 
-def draw_pose(rng: np.random.Generator, cfg: SceneConfig, side: str) -> Tuple[float, float, float]:
+def draw_pose(rng: np.random.Generator, cfg: SceneConfig, side: str) -> tuple[float, float, float]:
     """(x, y, yaw): uniform in ``side``'s cube area, yaw uniform in [-45, 45) deg."""
     cx, cy = area_center(cfg, side)
     h = cfg.cube_area_half
@@ -56,7 +63,7 @@ def draw_pose(rng: np.random.Generator, cfg: SceneConfig, side: str) -> Tuple[fl
 
 
 def draw_cubes(rng: np.random.Generator, cfg: SceneConfig, sides: Sequence[str],
-               placed: List[Tuple[float, float, float]], grasped: int) -> List[Tuple[float, float, float]]:
+               placed: list[tuple[float, float, float]], grasped: int) -> list[tuple[float, float, float]]:
     """Rejection-sample one pose per entry of ``sides`` (that arm's area) after the already ``placed``
     poses, keeping :data:`MIN_DIST_TARGET` from the first ``grasped`` of them and
     :data:`MIN_DIST_OTHER` from the rest. Returns ``placed`` extended."""
@@ -72,7 +79,7 @@ def draw_cubes(rng: np.random.Generator, cfg: SceneConfig, sides: Sequence[str],
     return placed
 
 
-def set_arms(model: mujoco.MjModel, data: mujoco.MjData, poses: Dict[str, np.ndarray]) -> None:
+def set_arms(model: mujoco.MjModel, data: mujoco.MjData, poses: dict[str, np.ndarray]) -> None:
     """Both arms at ``poses[side]`` (7,), commanded there, grippers commanded closed."""
     for side, q in poses.items():
         a = arm_index(model, side)
@@ -82,7 +89,7 @@ def set_arms(model: mujoco.MjModel, data: mujoco.MjData, poses: Dict[str, np.nda
         data.ctrl[arm_index(model, side).actuators[7]] = GRIPPER_CLOSED[side]
 
 
-def set_cubes(model: mujoco.MjModel, data: mujoco.MjData, poses: Sequence[Tuple[float, float, float]],
+def set_cubes(model: mujoco.MjModel, data: mujoco.MjData, poses: Sequence[tuple[float, float, float]],
               lift: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
     """Cubes (red, green, blue) resting at (x, y, yaw), ``lift[k]`` m above the table top."""
     th = table_height(model)
@@ -110,7 +117,7 @@ class Task:
     count_arm_contacts: bool = True
 
     def params(self, seed: int, index: int, sigma: float, retry: bool, cfg: SceneConfig,
-               task_rng: Optional[np.random.Generator] = None) -> EpisodeParams:
+               task_rng: np.random.Generator | None = None) -> EpisodeParams:
         """Episode parameters of ``(seed, index)``; ``task_rng`` is the task stream after the task choice."""
         raise NotImplementedError
 
@@ -123,14 +130,14 @@ class Task:
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
-    def draw_side(task_rng: Optional[np.random.Generator]) -> str:
+    def draw_side(task_rng: np.random.Generator | None) -> str:
         """The acting arm: right or left with probability 1/2 each, from the task stream."""
         if task_rng is None:
             task_rng = np.random.default_rng(0)
         return "right" if task_rng.random() < 0.5 else "left"
 
     @staticmethod
-    def base_draws(rng: np.random.Generator) -> Tuple[Tuple[Tuple[float, float, float], ...], int]:
+    def base_draws(rng: np.random.Generator) -> tuple[tuple[tuple[float, float, float], ...], int]:
         """Perception draws (2, 3) and the IK restart seed, in the pose stream's order."""
         draws = rng.standard_normal((2, 3))
         ik_seed = int(rng.integers(0, 2 ** 31 - 1))
@@ -142,11 +149,11 @@ class Task:
         return (LEFT_HOME if side == "left" else RIGHT_HOME).copy()
 
     @staticmethod
-    def meta(seed: int, index: int, sigma: float, retry: bool, **extra) -> Dict[str, object]:
+    def meta(seed: int, index: int, sigma: float, retry: bool, **extra) -> dict[str, object]:
         return {"seed": int(seed), "index": int(index), "sigma": float(sigma), "retry": bool(retry),
                 "rng": "numpy.random.default_rng([seed, index])", **extra}
 
-    def start_arms(self, model: mujoco.MjModel, acting: Sequence[str]) -> Dict[str, np.ndarray]:
+    def start_arms(self, model: mujoco.MjModel, acting: Sequence[str]) -> dict[str, np.ndarray]:
         """Start poses: acting arms at their ready pose over their own area, the others idle."""
         return {side: (ready_qpos(model, side=side) if side in acting else self.idle_pose(model, side))
                 for side in ("right", "left")}

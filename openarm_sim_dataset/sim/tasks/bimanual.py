@@ -30,17 +30,23 @@ arm (right, then left) whose cube is not in the tray (``ik_failed``, ``grasp_mis
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 import mujoco
 import numpy as np
 
 from ..scene import SceneConfig, cube_half_size
+from ..trajectory import MinJerkPath
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .planner import (
-    GRASP_DEPTH, PLACE_YAW_OFFSETS, T_RETURN, EpisodeParams, Lane, Phase, PlaceTarget, ScriptedController,
+    GRASP_DEPTH,
+    PLACE_YAW_OFFSETS,
+    T_RETURN,
+    EpisodeParams,
+    Lane,
+    Phase,
+    PlaceTarget,
+    ScriptedController,
 )
-from ..trajectory import MinJerkPath
 
 __all__ = ["Bimanual", "BimanualTrayTask", "HALF_OFFSET"]
 
@@ -53,11 +59,11 @@ SPLIT_AXIS = 0
 class Bimanual(ScriptedController):
     """Two lanes: the right arm places first and moves back; the left arm waits with its cube lifted."""
 
-    def __init__(self, model, params, cubes: Tuple[str, str], count_arm_contacts: bool = True) -> None:
+    def __init__(self, model, params, cubes: tuple[str, str], count_arm_contacts: bool = True) -> None:
         self.cubes = cubes  # (right arm's cube, left arm's cube)
         super().__init__(model, params, count_arm_contacts)
 
-    def make_lanes(self) -> List[Lane]:
+    def make_lanes(self) -> list[Lane]:
         # per cube: episodes may vary the sizes (read, never assumed)
         zc = [self.table_z + cube_half_size(self.model, c) for c in self.cubes]
         z_place = [self.table_z + 0.004 + 0.008 + cube_half_size(self.model, c) + GRASP_DEPTH for c in self.cubes]
@@ -72,19 +78,19 @@ class Bimanual(ScriptedController):
                 return PlaceTarget((xy[0], xy[1]), z_place, PLACE_YAW_OFFSETS, yaws=yaws)
             return place
 
-        def go_back(lane: Lane, end: np.ndarray) -> List[Phase]:
+        def go_back(lane: Lane, end: np.ndarray) -> list[Phase]:
             back = np.concatenate([lane.q_pre, [lane.go]])
             return [Phase("return", MinJerkPath(np.vstack([end, back]), T_RETURN), lane.steps(T_RETURN))]
 
         right = Lane(self, "right", self.cubes[0], zc[0], place_for(-1.0, z_place[0]), after_retreat=go_back, log_prefix="right:")
 
-        def wait_for_right(lane: Lane, held: np.ndarray) -> List[Phase]:
+        def wait_for_right(lane: Lane, held: np.ndarray) -> list[Phase]:
             return [Phase("wait", MinJerkPath(np.vstack([held, held]), 0.1), 1, until=lambda: right.finished)]
 
         left = Lane(self, "left", self.cubes[1], zc[1], place_for(+1.0, z_place[1]), before_carry=wait_for_right, log_prefix="left:")
         return [right, left]
 
-    def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:
+    def judge(self, data: mujoco.MjData) -> tuple[str, bool]:
         knocked = False
         for lane, cube in zip(self.lanes, self.cubes):
             if lane.outcome is not None:
@@ -109,7 +115,7 @@ class BimanualTrayTask(Task):
     arms = "both"
 
     def params(self, seed: int, index: int, sigma: float, retry: bool, cfg: SceneConfig,
-               task_rng: Optional[np.random.Generator] = None) -> EpisodeParams:
+               task_rng: np.random.Generator | None = None) -> EpisodeParams:
         red_side = self.draw_side(task_rng)
         green_side = "left" if red_side == "right" else "right"
         rng = np.random.default_rng([seed, index])

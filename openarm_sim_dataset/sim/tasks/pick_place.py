@@ -32,15 +32,20 @@ another face than it started on.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
-
 import mujoco
 import numpy as np
 
 from ..scene import CUBE_NAMES, SceneConfig, cube_half_size
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
+from .pick_place_draws import episode_params
 from .planner import (
-    GRASP_DEPTH, LEFT_HOME, EpisodeParams, Lane, PlaceTarget, ScriptedController, ready_qpos,
+    GRASP_DEPTH,
+    LEFT_HOME,
+    EpisodeParams,
+    Lane,
+    PlaceTarget,
+    ScriptedController,
+    ready_qpos,
 )
 
 __all__ = ["PickPlace", "PickPlaceTask", "TrayTask", "LEGACY_PROMPT", "LEGACY_DESCRIPTION"]
@@ -56,7 +61,7 @@ class PickPlace(ScriptedController):
     ``params.task`` selects the cube (``pick_place``: red; ``tray_<colour>``); ``params.side`` the arm.
     """
 
-    def make_lanes(self) -> List[Lane]:
+    def make_lanes(self) -> list[Lane]:
         name = self.params.task
         colour = "red" if name == "pick_place" else name.split("_", 1)[1]
         self.cube = f"cube_{colour}"
@@ -86,7 +91,7 @@ class PickPlace(ScriptedController):
     def cube_held(self, data: mujoco.MjData) -> bool:
         return self.lane.object_held(data)
 
-    def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:
+    def judge(self, data: mujoco.MjData) -> tuple[str, bool]:
         lane = self.lane
         if lane.outcome is not None:
             return lane.outcome, False
@@ -108,9 +113,7 @@ class PickPlaceTask(Task):
     count_arm_contacts = False  # the default keeps the episode entry of the single-task generator
 
     def params(self, seed: int, index: int, sigma: float, retry: bool, cfg: SceneConfig,
-               task_rng: Optional[np.random.Generator] = None) -> EpisodeParams:
-        from ..randomize import episode_params
-
+               task_rng: np.random.Generator | None = None) -> EpisodeParams:
         return episode_params(seed, index, sigma=sigma, retry=retry, cfg=cfg)
 
     def initial_state(self, model: mujoco.MjModel, data: mujoco.MjData, params: EpisodeParams) -> None:
@@ -137,7 +140,7 @@ class TrayTask(Task):
                             f"inside the tray at the end.")
 
     def params(self, seed: int, index: int, sigma: float, retry: bool, cfg: SceneConfig,
-               task_rng: Optional[np.random.Generator] = None) -> EpisodeParams:
+               task_rng: np.random.Generator | None = None) -> EpisodeParams:
         side = self.draw_side(task_rng)
         rng = np.random.default_rng([seed, index])
         target = draw_pose(rng, cfg, side)

@@ -17,7 +17,6 @@ on (a toppled stack rebuilt by chance).
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 import mujoco
 import numpy as np
@@ -25,7 +24,14 @@ import numpy as np
 from ..scene import CUBE_NAMES, SceneConfig, cube_half_size, cube_qpos_adr
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .planner import (
-    GRASP_DEPTH, PLACE_YAW_OFFSETS, EpisodeParams, Lane, PlaceTarget, ScriptedController, wrap_yaw_90, yaw_of_quat,
+    GRASP_DEPTH,
+    PLACE_YAW_OFFSETS,
+    EpisodeParams,
+    Lane,
+    PlaceTarget,
+    ScriptedController,
+    wrap_yaw_90,
+    yaw_of_quat,
 )
 
 __all__ = ["Stack", "StackTask"]
@@ -44,7 +50,7 @@ class Stack(ScriptedController):
         self.base_up = np.array([0.0, 0.0, 1.0])  # every cube starts resting on a face, its +z up
         super().__init__(model, params, count_arm_contacts)
 
-    def make_lanes(self) -> List[Lane]:
+    def make_lanes(self) -> list[Lane]:
         ba, _ = cube_qpos_adr(self.model, self.base)
         # episodes may vary the cube sizes: read, never assumed
         half_top, half_base = cube_half_size(self.model, self.top), cube_half_size(self.model, self.base)
@@ -63,7 +69,7 @@ class Stack(ScriptedController):
 
         return [Lane(self, self.params.side, self.top, self.table_z + half_top, place)]
 
-    def stacked(self, data: mujoco.MjData) -> Tuple[bool, bool]:
+    def stacked(self, data: mujoco.MjData) -> tuple[bool, bool]:
         """(top on base, base resting on the table)."""
         ta, _ = cube_qpos_adr(self.model, self.top)
         ba, _ = cube_qpos_adr(self.model, self.base)
@@ -72,7 +78,7 @@ class Stack(ScriptedController):
         base_ok = bool(abs(b[2] - (self.table_z + cube_half_size(self.model, self.base))) < 0.005)
         return on, base_ok
 
-    def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:
+    def judge(self, data: mujoco.MjData) -> tuple[str, bool]:
         lane = self.lanes[0]
         if lane.outcome is not None:
             return lane.outcome, False
@@ -103,7 +109,7 @@ class StackTask(Task):
                             f"{base} cube stands on the table at the end.")
 
     def params(self, seed: int, index: int, sigma: float, retry: bool, cfg: SceneConfig,
-               task_rng: Optional[np.random.Generator] = None) -> EpisodeParams:
+               task_rng: np.random.Generator | None = None) -> EpisodeParams:
         side = self.draw_side(task_rng)
         rng = np.random.default_rng([seed, index])
         top = draw_pose(rng, cfg, side)

@@ -22,7 +22,6 @@ where fewer gripper yaws are reachable than over the cube areas).
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 import mujoco
 import numpy as np
@@ -46,7 +45,7 @@ class Unload(ScriptedController):
         self.cube = cube
         super().__init__(model, params, count_arm_contacts)
 
-    def make_lanes(self) -> List[Lane]:
+    def make_lanes(self) -> list[Lane]:
         gx, gy = self.params.goal
         half = cube_half_size(self.model, self.cube)  # episodes may vary the size
 
@@ -64,7 +63,7 @@ class Unload(ScriptedController):
         outside = bool(d[0] > TRAY_OUTER_HALF + clear or d[1] > TRAY_OUTER_HALF + clear)
         return outside and abs(float(p[2]) - (self.table_z + half)) < 0.005
 
-    def judge(self, data: mujoco.MjData) -> Tuple[str, bool]:
+    def judge(self, data: mujoco.MjData) -> tuple[str, bool]:
         lane = self.lanes[0]
         if lane.outcome is not None:
             return lane.outcome, False
@@ -92,7 +91,7 @@ class UnloadTask(Task):
                             f"the table, clear of the tray, at the end.")
 
     def params(self, seed: int, index: int, sigma: float, retry: bool, cfg: SceneConfig,
-               task_rng: Optional[np.random.Generator] = None) -> EpisodeParams:
+               task_rng: np.random.Generator | None = None) -> EpisodeParams:
         side = self.draw_side(task_rng)
         rng = np.random.default_rng([seed, index])
         tx, ty = cfg.tray_center_xy

@@ -35,12 +35,14 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import layout, manifest
-from .convert import metadata_0_4_0
-from .dataset import Dataset, folder_problem
-from .errors import DatasetError
-from .report import Summary, progress
-from .writer import check_output, new_dataset, write_episode_tree
+from .. import layout, manifest, sidecar
+from ..convert import metadata_0_4_0
+from ..dataset import Dataset, folder_problem
+from ..errors import DatasetError
+from ..frequencies import dataset_frequencies, flatten
+from ..report import Summary, progress
+from ..validate.physics import episode_digest as content_digest
+from ..writer import check_output, new_dataset, write_episode_tree
 
 
 class MergeError(DatasetError):
@@ -119,14 +121,12 @@ def measured_rates_agree(a: Dataset, b: Dataset) -> bool:
     do: both recorded data (no simulation block) whose every episode carries the rates the recorder
     measured (``measured_hz``, which replace the declared ones: 249.9 Hz in one session, 250.1 in the
     next), the same streams, each rate within :data:`MEASURED_RATE_TOLERANCE`."""
-    from .record import _flatten
-
     def measured(ds: Dataset) -> dict[str, float] | None:
         if ds.meta.simulation is not None or not ds.meta.episodes:
             return None
         if not all(isinstance(e.get("measured_hz"), dict) for e in ds.meta.episodes):
             return None
-        return _flatten(ds.meta.to_dict().get("frequencies") or {})
+        return flatten(ds.meta.to_dict().get("frequencies") or {})
 
     fa, fb = measured(a), measured(b)
     if fa is None or fb is None or set(fa) != set(fb):
@@ -188,9 +188,6 @@ def episode_digest(ds: Dataset, ep: dict) -> str | None:
     """The episode's content digest as ``dataset-validate``'s ``duplicate_episodes`` computes it (obs and
     action streams, stamps and values, a simulated episode's initial state, a visual variant's index);
     None when unreadable (the copy then reports the file) or empty."""
-    from . import sidecar
-    from .validate.physics import episode_digest as digest
-
     ep_id = ds.episode_id(ep)
 
     def streams(kind: str):
@@ -208,7 +205,7 @@ def episode_digest(ds: Dataset, ep: dict) -> str | None:
         except DatasetError:
             return None
 
-    return digest(streams, ep, initial_state)
+    return content_digest(streams, ep, initial_state)
 
 
 def check_no_duplicates(plan: list[tuple[Dataset, dict, dict]]) -> None:
@@ -322,11 +319,9 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
             meta.data["episodes"] = [new for _ds, _ep, new in plan]
             rates = [ds.meta.to_dict().get("frequencies") or {} for ds in datasets]
             if any(first_difference(rates[0], r) for r in rates[1:]):  # passed as measured_rates_agree
-                from .record import _dataset_frequencies
-
                 # sessions whose measured rates differ slightly: the rates of all their episodes
-                meta.data["frequencies"] = _dataset_frequencies(meta.data.get("frequencies") or {},
-                                                                meta.data["episodes"])
+                meta.data["frequencies"] = dataset_frequencies(meta.data.get("frequencies") or {},
+                                                               meta.data["episodes"])
             # ids an input's recorder discarded name that input's episodes, not the renumbered ones here
             meta.data.pop("discarded_episodes", None)
             # an input that is an edit (dataset-edit) keeps its record with that input, not at the top
@@ -345,10 +340,3 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
         bar.close()
     return summary.finish()
 
-
-if __name__ == "__main__":  # python -m openarm_sim_dataset.merge: openarm_dataset's entry point (dataset-merge)
-    import sys
-
-    from .cli.merge import main
-
-    sys.exit(main())

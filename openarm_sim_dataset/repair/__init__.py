@@ -29,13 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import layout, manifest
-from .atomic import TMP_PREFIX, atomic_write_bytes, remove_tree
-from .dataset import Dataset
-from .errors import StreamError
-from .report import Summary, progress
-from .streams import read_table
-from .writer import create_dataset_root, finish_dataset_root
+from .. import layout, manifest
+from ..atomic import TMP_PREFIX, atomic_write_bytes, remove_tree
+from ..dataset import Dataset
+from ..errors import StreamError
+from ..report import Summary, progress
+from ..streams import read_table
+from ..writer import create_dataset_root, finish_dataset_root
 
 VALUE_COLUMNS = layout.STATE_ATTRIBUTES + layout.LEGACY_VALUE_COLUMNS
 
@@ -232,10 +232,3 @@ def repair(root: str | os.PathLike, out: str | os.PathLike | None = None, quiet:
                                f"in {sum(1 for f in reports if f.repaired or f.unrepairable)} of {len(reports)} file(s)")
     return total
 
-
-if __name__ == "__main__":  # python -m openarm_sim_dataset.repair: openarm_dataset's entry point (dataset-repair)
-    import sys
-
-    from .cli.repair import main
-
-    sys.exit(main())

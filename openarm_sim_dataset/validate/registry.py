@@ -1,0 +1,46 @@
+"""The check registry: every check of the validator as a row ``(name, function)``, in the order a report
+lists them. Each family keeps its rows in its own module (``FORM_CHECKS`` in :mod:`.form`, ``SIM_CHECKS`` in
+:mod:`.simulation`, ...); adding a check is adding a row there. :func:`check_table` is the one place that
+puts the families together."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from .cameras import CAMERA_CHECKS
+from .check import CheckFn
+from .encoding import ENCODING_CHECKS
+from .form import FORM_CHECKS
+from .physics import PHYSICS_CHECKS
+
+#: the names of the simulation checks, known once their family is loaded (no table holds one before)
+_SIM_NAMES: set[str] = set()
+
+
+def simulation_family() -> ModuleType:
+    """:mod:`.simulation`, the checks of simulated datasets (loaded on first use)."""
+    from . import simulation  # start-up: validating a recording never imports MuJoCo and the simulator
+
+    _SIM_NAMES.update(name for name, _ in simulation.SIM_CHECKS)
+    return simulation
+
+
+def is_sim_check(name: str) -> bool:
+    """Whether ``name`` is a simulation check (a malformed ``simulation:`` block fails these, never crashes
+    them)."""
+    return name in _SIM_NAMES
+
+
+def check_table(simulation_block: dict | None, quick: bool = False,
+                simulation: bool = True) -> list[tuple[str, CheckFn]]:
+    """The rows that apply to a dataset whose metadata has ``simulation_block`` (None: a recording):
+    the form checks (incl. integrity); unless ``quick``, the camera content, JPEG encoding and physical
+    consistency checks; and for a simulated dataset (unless ``simulation`` is false) the simulation
+    checks its block calls for."""
+    table = list(FORM_CHECKS)
+    if quick:
+        return table
+    table += CAMERA_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
+    if simulation and simulation_block is not None:
+        table += simulation_family().sim_checks(simulation_block)
+    return table

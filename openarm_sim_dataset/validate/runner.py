@@ -1,0 +1,153 @@
+"""The runner: :func:`validate` builds the check table from the registry, runs it (here, on groups of
+episodes, in worker processes or on Ray) and returns a :class:`~.check.Report`; the valid flags it writes."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+from .. import layout
+from ..dataset import Dataset
+from ..errors import DatasetError
+from ..gl import check_rendering, import_mujoco
+from . import groups
+from .check import (
+    BLOCK_ERRORS,
+    MAX_FINDINGS_PER_EPISODE,
+    NO_EPISODES,
+    CheckResult,
+    Context,
+    EpisodeCheck,
+    Outcome,
+    RemoteCheckError,
+    Report,
+    block_error_text,
+    no_episodes_detail,
+)
+from .registry import check_table, is_sim_check
+from .thresholds import Thresholds
+
+
+def _is_simulated(ds: Dataset) -> bool:
+    return ds.meta.simulation is not None
+
+
+def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresholds | None = None,
+             simulation: bool = True, regenerate: list[str] | None = None,
+             checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None,
+             workers: int = 1) -> Report:
+    """Run every applicable check and return one row per check (form checks incl. integrity, camera
+    content checks, JPEG encoding and physical consistency (any dataset), then sim checks) as a
+    :class:`Report`.
+
+    ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
+    and compare array for array (slow); ``checks`` restricts to the named checks; ``quick`` runs
+    only the form and integrity checks; ``strict`` turns a skip of a check that applies to the
+    dataset, and a warning (``warn`` row), into a failure. ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions`: the per-episode
+    simulation checks (:class:`EpisodeCheck` rows) run as Ray tasks reading the dataset from the same
+    path (:mod:`.distributed`); the rows are the same as a local run's.
+
+    Above :data:`.groups.GROUP_SIZE` episodes, or with ``workers`` > 1, the table runs on groups of
+    episodes, each in a fresh Context (memory flat in the number of episodes), in ``workers`` processes
+    or, with ``ray``, as Ray tasks (:mod:`.groups`: what a row then shows of the groups).
+    """
+    if episodes is None and not ds.meta.episodes:
+        # nothing to check: one verdict, not rows of per-episode checks that read like faults
+        return Report([CheckResult(NO_EPISODES, False, no_episodes_detail(ds), [])])
+    ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
+    ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
+    if not quick and simulation and _is_simulated(ds):
+        # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
+        renders = bool(regenerate) or checks is None or "sim_render" in checks
+        check_rendering() if renders else import_mujoco()
+    table = check_table(ds.meta.simulation, quick, simulation)
+    table = [(name, fn) for name, fn in table if checks is None or name in checks]
+    remote: dict[str, dict] = {}
+    grouped: dict = {}
+    if len(ids) > groups.GROUP_SIZE or workers > 1:  # read at call time: tests set a small group size
+        grouped = groups.grouped_outcomes(ctx, table, simulation, workers, ray)
+    elif ray is not None:
+        from .distributed import run_episode_checks  # optional extra: ray
+
+        remote = run_episode_checks(ctx, [(n, fn) for n, fn in table if isinstance(fn, EpisodeCheck) and is_sim_check(n)],
+                                    ray)
+    rows = Report()
+    rows.file_lines = ctx.file_lines
+    for name, fn in table:
+        try:
+            if grouped:
+                out = grouped[name]()
+            else:
+                out = fn.from_parts(ctx, remote[name]) if name in remote else fn(ctx)
+        except RemoteCheckError as e:
+            if e.kind == "crash":
+                raise RuntimeError(f"check {name} failed in a Ray task: {e.text}") from None
+            out = Outcome(False, e.text if e.kind == "dataset" else _block_unusable(ds, e.text), list(ids))
+        except DatasetError as e:
+            out = Outcome(False, str(e), list(ids))
+        except BLOCK_ERRORS as e:
+            if not is_sim_check(name):
+                raise
+            # the simulation: block is untrusted input: a malformed one fails the check, naming the file
+            out = Outcome(False, _block_unusable(ds, block_error_text(e)), list(ids))
+        if strict and out.skipped and out.applicable:
+            out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes)
+        if strict and out.warned and not out.skipped:
+            out = Outcome(False, f"warning, a failure under strict: {out.detail}", [*out.episodes, *out.warned],
+                          findings=[dict(f, level="fail") for f in out.findings])
+        rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
+                                sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable,
+                                sorted(set(out.warned), key=_id_key), _kept_findings(out.findings)))
+    return rows
+
+
+def _kept_findings(findings: list[dict]) -> list[dict]:
+    """The findings sorted by episode and time, at most :data:`MAX_FINDINGS_PER_EPISODE` per episode."""
+    out, per = [], {}
+    for f in sorted(findings, key=lambda f: (_id_key(f["episode"]), f["t_ns"], f["where"])):
+        per[f["episode"]] = per.get(f["episode"], 0) + 1
+        if per[f["episode"]] <= MAX_FINDINGS_PER_EPISODE:
+            out.append(f)
+    return out
+
+
+def _block_unusable(ds: Dataset, what: str) -> str:
+    return f"{ds.root / layout.METADATA_FILE}: simulation block unusable ({what})"
+
+
+def _id_key(ep: str):
+    return (0, int(ep), ep) if ep.isdigit() else (1, 0, ep)
+
+
+def valid_flags(ds: Dataset, rows: list[CheckResult], episodes: list[str] | None = None) -> dict[str, bool]:
+    """``valid`` per checked episode: false if any failed check names it (or names no episode); a
+    ``warn`` row leaves its episodes valid (usable, the finding kept in the report)."""
+    ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
+    bad: set[str] = set()
+    for r in rows:
+        if r.failed:
+            bad.update(r.episodes if r.episodes else ids)
+    return {ep: ep not in bad for ep in ids}
+
+
+def validation_time() -> str:
+    """UTC time written next to the valid flags, ISO 8601 to the second (``2026-03-01T12:00:00Z``).
+
+    ``SOURCE_DATE_EPOCH`` (integer Unix seconds, the reproducible-builds convention) replaces the
+    clock when set, so that two runs can write byte-identical documents."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    t = datetime.fromtimestamp(int(fixed), timezone.utc) if fixed.isdigit() else datetime.now(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = None) -> None:
+    """Write ``valid: true|false`` and ``validated_at`` (``when``, default :func:`validation_time`)
+    into metadata.yaml for the given episodes (atomic write)."""
+    meta = ds.meta
+    when = when or validation_time()
+    for ep in meta.episodes:
+        ep_id = layout.check_name(ep["id"], "episode id")
+        if ep_id in flags:
+            ep["valid"] = bool(flags[ep_id])
+            ep["validated_at"] = when
+    meta.write(ds.root)
