@@ -290,7 +290,7 @@ def test_page_is_served_from_the_package(served):
         assert "default-src 'none'" in headers["Content-Security-Policy"]
         assert not re.search(rb"https?://|//cdn|@import", body), path  # nothing from the internet
     assert resources.files("openarm_sim_dataset.view").joinpath("static", "view.js").is_file()
-    assert '"openarm_sim_dataset.view" = ["static/*"]' in (REPO / "pyproject.toml").read_text()
+    assert '"openarm_sim_dataset.explore.view" = ["static/*"]' in (REPO / "pyproject.toml").read_text()
 
 
 def test_validation_run_started_from_the_page(faulty, tmp_path):

@@ -12,7 +12,7 @@ import select
 import sys
 from collections.abc import Callable
 
-from ..errors import DatasetError
+from openarm_sim_dataset.core.errors import DatasetError
 
 EXIT_OK, EXIT_INVALID, EXIT_UNUSABLE = 0, 1, 2
 #: a closed stdout pipe (128 + SIGPIPE, what ``cat`` or ``grep`` killed by the signal report): no message
@@ -81,7 +81,7 @@ def run(main: Callable[[], int | None], prog: str) -> int:
 def check_output(out: str | os.PathLike, inputs=(), *, folder: bool = True) -> None:
     """Refuse, before anything is written, an output that lies inside (or is) one of ``inputs``, or an
     output folder that exists as a file (:func:`openarm_sim_dataset.writer.check_output`)."""
-    from ..writer import check_output as check  # start-up: not for --help
+    from openarm_sim_dataset.core.writer import check_output as check  # start-up: not for --help
 
     check(out, inputs, folder=folder)
 

@@ -75,8 +75,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         # start-up: --help stays free of pyarrow and pandas
-        from ..convert import LeRobotOptions, select_episodes, to_lerobot, to_openarm, to_robot_eval_logger, to_rrd
-        from ..dataset import Dataset
+        from openarm_sim_dataset.core.dataset import Dataset
+        from openarm_sim_dataset.ops.convert import (
+            LeRobotOptions,
+            select_episodes,
+            to_lerobot,
+            to_openarm,
+            to_robot_eval_logger,
+            to_rrd,
+        )
 
         # never inside (or over) the input; a folder's path (rrd: a file's) that is not an existing file
         check_output(args.output, [args.input], folder=args.format != "rrd")

@@ -64,7 +64,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def spec_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.edit.EditSpec` of parsed arguments."""
-    from ..edit import EditSpec, IdleTrim, Trim, parse_bool, parse_ids, parse_split  # start-up: not for --help
+    from openarm_sim_dataset.ops.edit import (  # start-up: not for --help
+        EditSpec,
+        IdleTrim,
+        Trim,
+        parse_bool,
+        parse_ids,
+        parse_split,
+    )
 
     def task_index(text: str, flag: str) -> int:
         try:
@@ -97,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..edit import edit  # start-up: not for --help
+        from openarm_sim_dataset.ops.edit import edit  # start-up: not for --help
 
         check_output(args.out, [args.src])
         spec = spec_from_args(args)

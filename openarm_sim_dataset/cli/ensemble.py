@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..bc.ensemble import combine  # start-up: not for --help
+        from openarm_sim_dataset.learn.bc.ensemble import combine  # start-up: not for --help
 
         # writing over a member would lose it: refused like an output inside an input
         check_output(args.out, args.checkpoints, folder=False)

@@ -59,10 +59,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args):
-    from .. import evaluate as ev  # start-up: not for --help
-    from ..sim.generate import GenerateConfig  # start-up: not for --help
-    from ..sim.recorder import RecordConfig  # start-up: not for --help
-    from ..sim.scene import SceneConfig  # start-up: not for --help
+    from openarm_sim_dataset.learn import evaluate as ev  # start-up: not for --help
+    from openarm_sim_dataset.sim.generate import GenerateConfig  # start-up: not for --help
+    from openarm_sim_dataset.sim.recorder import RecordConfig  # start-up: not for --help
+    from openarm_sim_dataset.sim.scene import SceneConfig  # start-up: not for --help
 
     # a checkpoint knows what it reads: its cameras, size and rate unless a flag says otherwise (and
     # a flag that contradicts it is refused, naming both)
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from .. import evaluate as ev  # start-up: not for --help
+        from openarm_sim_dataset.learn import evaluate as ev  # start-up: not for --help
 
         # the outputs are folders outside every input dataset (--initial-states, --compare DATASET; a
         # folder that is no dataset is refused by what reads it, before anything is written)
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         if ray is not None and args.workers != 1:
             raise ValueError("--workers and --ray exclude each other")
         if args.initial_states:
-            from ..sim.tasks import resolve_tasks  # start-up: not for --help
+            from openarm_sim_dataset.sim.tasks import resolve_tasks  # start-up: not for --help
 
             tasks = resolve_tasks(args.tasks)[0] if args.tasks else ()
             jobs, cfg = ev.jobs_from_dataset(args.initial_states, tasks)

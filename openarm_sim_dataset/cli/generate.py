@@ -16,7 +16,8 @@ from collections import Counter
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from ..cluster import RayOptions  # noqa: E402
+from openarm_sim_dataset.core.cluster import RayOptions  # noqa: E402
+
 from . import Parser, check_output, progress_bar, run  # noqa: E402
 
 
@@ -112,10 +113,10 @@ def camera_names(names: list[str]) -> tuple[str, ...]:
 def config_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.sim.generate.GenerateConfig` these arguments ask for (rates are
     checked here, before any work)."""
-    from ..sim.generate import GenerateConfig  # start-up: not for --help
-    from ..sim.recorder import RecordConfig  # start-up: not for --help
-    from ..sim.scene import SceneConfig  # start-up: not for --help
-    from ..sim.tasks import resolve_tasks  # start-up: not for --help
+    from openarm_sim_dataset.sim.generate import GenerateConfig  # start-up: not for --help
+    from openarm_sim_dataset.sim.recorder import RecordConfig  # start-up: not for --help
+    from openarm_sim_dataset.sim.scene import SceneConfig  # start-up: not for --help
+    from openarm_sim_dataset.sim.tasks import resolve_tasks  # start-up: not for --help
 
     if args.sigma < 0 or args.workers < 1:
         raise ValueError("--sigma must be >= 0 and --workers >= 1")
@@ -139,7 +140,7 @@ def config_from_args(args: argparse.Namespace):
 
 def list_tasks() -> str:
     """One line per registered task: name, arms, prompt."""
-    from ..sim.tasks import TASKS  # start-up: not for --help
+    from openarm_sim_dataset.sim.tasks import TASKS  # start-up: not for --help
 
     w = max(len(n) for n in TASKS)
     return "\n".join(f"{n:<{w}}  {t.arms:<6}  {t.prompt}" for n, t in TASKS.items())
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out and one of --episodes / --episode-range are required")
 
     def body() -> int:
-        from ..sim.generate import generate  # start-up: not for --help
+        from openarm_sim_dataset.sim.generate import generate  # start-up: not for --help
 
         check_output(args.out)  # --out FILE: says it is a file
         indices = args.episode_range or range(args.episodes)

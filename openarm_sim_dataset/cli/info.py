@@ -36,11 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         import json
 
-        from ..info import dataset_info, format_info  # start-up: not for --help
+        from openarm_sim_dataset.explore.info import dataset_info, format_info  # start-up: not for --help
 
         info = dataset_info(args.dataset)
         if args.card:
-            from ..card import write_card  # start-up: not for --help
+            from openarm_sim_dataset.explore.card import write_card  # start-up: not for --help
 
             path = write_card(args.dataset, args.output, license=args.license, info=info)
             print(f"card written to {path}")

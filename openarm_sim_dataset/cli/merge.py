@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..merge import merge  # start-up: not for --help
+        from openarm_sim_dataset.ops.merge import merge  # start-up: not for --help
 
         summary = merge(args.inputs, args.output, link=args.link,
                         allow_mixed_provenance=args.allow_mixed_provenance, quiet=args.quiet,

@@ -15,7 +15,8 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from ..cluster import RayOptions  # noqa: E402
+from openarm_sim_dataset.core.cluster import RayOptions  # noqa: E402
+
 from . import Parser, check_output, progress_bar, run  # noqa: E402
 from .generate import LOCAL, camera_names, parse_size  # noqa: E402
 
@@ -47,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.sim.render_dataset.RenderConfig` of these arguments."""
-    from ..sim.render_dataset import RenderConfig  # start-up: not for --help
+    from openarm_sim_dataset.sim.render_dataset import RenderConfig  # start-up: not for --help
 
     if args.workers < 1:
         raise ValueError("--workers must be >= 1")
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..sim.render_dataset import render_dataset  # start-up: not for --help
+        from openarm_sim_dataset.sim.render_dataset import render_dataset  # start-up: not for --help
 
         check_output(args.out, [args.src])  # never inside the source, never an existing file
         cfg = config_from_args(args)
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             total = None
             try:  # the bar's length; an unreadable source is the library's one-line error below
-                from ..metadata import Metadata  # start-up: not for --help
+                from openarm_sim_dataset.core.metadata import Metadata  # start-up: not for --help
 
                 total = len(Metadata.load(args.src).episodes) * max(1, cfg.visual_variants)
             except Exception:  # noqa: BLE001

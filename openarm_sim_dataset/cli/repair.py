@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..repair import repair  # start-up: not for --help
+        from openarm_sim_dataset.ops.repair import repair  # start-up: not for --help
 
         if args.output is not None:
             check_output(args.output, [args.dataset])  # a copy outside the dataset it repairs

@@ -19,10 +19,11 @@ import sys
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from .. import layout  # noqa: E402
-from ..errors import DatasetError  # noqa: E402
-from ..gl import check_rendering  # noqa: E402
-from ..validate.thresholds import Thresholds  # noqa: E402
+from openarm_sim_dataset.core import layout  # noqa: E402
+from openarm_sim_dataset.core.errors import DatasetError  # noqa: E402
+from openarm_sim_dataset.core.gl import check_rendering  # noqa: E402
+from openarm_sim_dataset.validate.thresholds import Thresholds  # noqa: E402
+
 from . import EXIT_INVALID, EXIT_OK, EXIT_UNUSABLE, Parser, run  # noqa: E402
 
 
@@ -44,11 +45,16 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         # start-up: --help stays free of numpy, pyarrow and MuJoCo
-        from .. import sidecar
-        from ..dataset import Dataset
-        from ..sim.replay import package_differences, provenance_differences, replay, rerender
-        from ..validate.check import Context
-        from ..validate.simulation import built_model, episode_model, renderer as shared_renderer, same_renderer
+        from openarm_sim_dataset.core import sidecar
+        from openarm_sim_dataset.core.dataset import Dataset
+        from openarm_sim_dataset.sim.replay import package_differences, provenance_differences, replay, rerender
+        from openarm_sim_dataset.validate.check import Context
+        from openarm_sim_dataset.validate.simulation import (
+            built_model,
+            episode_model,
+            renderer as shared_renderer,
+            same_renderer,
+        )
 
         ds = Dataset(args.dataset)
         if args.render:

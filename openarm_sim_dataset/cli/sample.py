@@ -6,7 +6,8 @@ import argparse
 import sys
 import time
 
-from ..sampler import ALIGNMENTS
+from openarm_sim_dataset.core.sampler import ALIGNMENTS
+
 from . import Parser, run
 
 
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         import numpy as np
 
-        from ..dataset import Dataset  # start-up: not for --help
+        from openarm_sim_dataset.core.dataset import Dataset  # start-up: not for --help
 
         ds = Dataset(args.dataset)
         t0 = time.perf_counter()

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--plot goes with one episode, not with --contact-sheet")
 
     def body() -> int:
-        from ..dataset import Dataset  # start-up: not for --help
-        from ..show import contact_sheet, plot_episode, show_frame  # start-up: not for --help
+        from openarm_sim_dataset.core.dataset import Dataset  # start-up: not for --help
+        from openarm_sim_dataset.explore.show import contact_sheet, plot_episode, show_frame  # start-up: not for --help
 
         outputs = [args.output] + ([args.plot] if args.plot else [])
         for out in outputs:  # a PNG inside the dataset would be a file its metadata does not list

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..bc import TrainConfig, train  # start-up: not for --help
+        from openarm_sim_dataset.learn.bc import TrainConfig, train  # start-up: not for --help
 
         # the checkpoint (and OUT.resume) never lands inside the dataset it learns from
         check_output(args.out, [args.dataset], folder=False)

@@ -35,8 +35,9 @@ from dataclasses import fields
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from ..cluster import RayOptions, import_ray  # noqa: E402
-from ..validate.thresholds import Thresholds  # noqa: E402
+from openarm_sim_dataset.core.cluster import RayOptions, import_ray  # noqa: E402
+from openarm_sim_dataset.validate.thresholds import Thresholds  # noqa: E402
+
 from . import EXIT_INVALID, EXIT_OK, Parser, run  # noqa: E402
 
 _HELP = {
@@ -147,8 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        from ..dataset import Dataset  # start-up: not for --help
-        from ..validate import NO_EPISODES, valid_flags, validate, write_valid_flags  # start-up: not for --help
+        from openarm_sim_dataset.core.dataset import Dataset  # start-up: not for --help
+        from openarm_sim_dataset.validate import (  # start-up: not for --help
+            NO_EPISODES,
+            valid_flags,
+            validate,
+            write_valid_flags,
+        )
 
         ds = Dataset(args.dataset)
         th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})

@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import DatasetError
+from openarm_sim_dataset.core.errors import DatasetError
+
 from . import Parser, run
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--report and --validate: show a saved report or run one, not both")
 
     def body() -> int:
-        from ..view import open_viewer  # start-up: not for --help
+        from openarm_sim_dataset.explore.view import open_viewer  # start-up: not for --help
 
         extra = (["--quick"] if args.quick else []) + (["--no-simulation"] if args.no_simulation else [])
         try:

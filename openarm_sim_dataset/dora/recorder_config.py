@@ -10,7 +10,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import layout
+from openarm_sim_dataset.core import layout
+
 from .dataflow_config import timer_hz
 
 #: task used when METADATA_FILE gives none (the recorder needs one for task_index 0)

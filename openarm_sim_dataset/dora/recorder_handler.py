@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .. import layout
-from ..errors import DatasetError
-from ..record import EpisodeDiscarded, Recorder, RecordError
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.record import EpisodeDiscarded, Recorder, RecordError
+
 from .recorder_messages import arm_values, flat, stamp_ns, uint8, warm_up
 
 

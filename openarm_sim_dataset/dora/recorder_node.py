@@ -49,9 +49,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import DatasetError
-from ..metadata import load_yaml_document
-from ..record import RecordError
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.metadata import load_yaml_document
+from openarm_sim_dataset.record import RecordError
+
 from .dataflow_config import config_from_environment, timer_hz
 from .recorder_config import DEFAULT_TASK, build_metadata, options, timer_frequencies
 from .recorder_handler import RecorderNode, print_log

@@ -11,13 +11,14 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from ..gl import import_mujoco
-from ..sim.generate import dataflow_simulation_block
-from ..sim.models import load_model
-from ..sim.recorder import RecordConfig, StepRecorder
-from ..sim.scene import SceneConfig, arm_index
-from ..sim.tasks.planner import EpisodeResult
-from ..synthetic import MID_QPOS
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.core.synthetic import MID_QPOS
+from openarm_sim_dataset.sim.generate import dataflow_simulation_block
+from openarm_sim_dataset.sim.models import load_model
+from openarm_sim_dataset.sim.recorder import RecordConfig, StepRecorder
+from openarm_sim_dataset.sim.scene import SceneConfig, arm_index
+from openarm_sim_dataset.sim.tasks.planner import EpisodeResult
+
 from .dataflow_config import config_from_environment, timer_hz
 from .openarm_messages import STATUS_STARTED, STATUS_STOPPED, qpos_type, state_type, targets
 from .sim_devices import arm_state, set_targets

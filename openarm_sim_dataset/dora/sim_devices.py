@@ -13,11 +13,12 @@ import numpy as np
 import pyarrow as pa
 from PIL import Image
 
-from ..gl import import_mujoco
-from ..sim.models import load_model
-from ..sim.render import SimRenderer
-from ..sim.scene import SceneConfig, arm_index
-from ..synthetic import MID_QPOS
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.core.synthetic import MID_QPOS
+from openarm_sim_dataset.sim.models import load_model
+from openarm_sim_dataset.sim.render import SimRenderer
+from openarm_sim_dataset.sim.scene import SceneConfig, arm_index
+
 from .openarm_messages import BUS, STATUS_STARTED, STATUS_STOPPED, qpos_type, state_type, targets
 
 

@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from ..synthetic import MID_QPOS
+from openarm_sim_dataset.core.synthetic import MID_QPOS
+
 from .openarm_messages import qpos_type
 
 

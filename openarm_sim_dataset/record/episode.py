@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import layout
+from openarm_sim_dataset.core import layout
+
 from .errors import EpisodeDiscarded, RecordError
 from .ring import put_frame
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import DatasetError
+from openarm_sim_dataset.core.errors import DatasetError
 
 
 class RecordError(DatasetError):

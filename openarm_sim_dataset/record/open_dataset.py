@@ -9,10 +9,11 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import layout
-from ..errors import MetadataError
-from ..lock import OutputLock, lock_path
-from ..metadata import Metadata, load_yaml_document
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.errors import MetadataError
+from openarm_sim_dataset.core.lock import OutputLock, lock_path
+from openarm_sim_dataset.core.metadata import Metadata, load_yaml_document
+
 from .errors import RecorderLockError, RecordError
 
 #: How long a new recorder waits for the writer process of a killed recorder to exit (its lock).

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..writer import CAMERA_FORMATS
+from openarm_sim_dataset.core.writer import CAMERA_FORMATS
+
 from .episode import Episode
 from .errors import RecordError
 from .messages import pack_request, read_message

@@ -36,7 +36,7 @@ DESCRIPTOR_WORDS = 5
 #: barrier) the count goes in a pipe message, whose write and read order them.
 SHARED_DESCRIPTORS = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 try:  # the compiled frame put (built with the package where a C compiler is found; optional)
-    from .._ringput import configure as compiled_configure, put_frame as compiled_put_frame
+    from openarm_sim_dataset._ringput import configure as compiled_configure, put_frame as compiled_put_frame
 except ImportError:  # pragma: no cover - the Python put() is the same steps
     compiled_configure = compiled_put_frame = None
 #: ``put_frame(producer, data, nbytes, ts, key)``: :meth:`Producer.put` of one frame of encoded bytes

@@ -34,13 +34,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import layout
-from ..atomic import remove_tree
-from ..camera import FrameWriter
-from ..errors import DatasetError
-from ..frequencies import RateMeter, dataset_frequencies, flatten, measured_rates, nest
-from ..metadata import Metadata
-from ..writer import StreamWriter, begin_episode, close_log, finish_episode, remove_uncommitted
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.atomic import remove_tree
+from openarm_sim_dataset.core.camera import FrameWriter
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.frequencies import RateMeter, dataset_frequencies, flatten, measured_rates, nest
+from openarm_sim_dataset.core.metadata import Metadata
+from openarm_sim_dataset.core.writer import StreamWriter, begin_episode, close_log, finish_episode, remove_uncommitted
+
 from .messages import PollingReader, pack
 from .ring import DESCRIPTOR_WORDS, HEADER, PUBLISHED, TAIL, TAKEN, Ring
 

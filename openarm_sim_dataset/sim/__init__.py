@@ -9,19 +9,12 @@ Recorder entry points::
     from openarm_sim_dataset.sim import (SceneConfig, build_model, episode_params, run_episode,
                                          PickPlace, set_initial_state, SimRenderer, arm_index)
 """
-from ..gl import import_mujoco as _import_mujoco
+from openarm_sim_dataset.core.gl import import_mujoco as _import_mujoco
 
 _import_mujoco()  # MUJOCO_GL=egl unless set; a missing GL stack is one line (RenderingUnavailable), not a traceback
 
 from .ik import IKSolver, solve_ik  # noqa: E402
-from .pick_place import (  # noqa: E402
-    OUTCOMES,
-    EpisodeParams,
-    EpisodeResult,
-    PickPlace,
-    run_episode,
-    set_initial_state,
-)
+from .pick_place import OUTCOMES, EpisodeParams, EpisodeResult, PickPlace, run_episode, set_initial_state  # noqa: E402
 from .randomize import episode_params  # noqa: E402
 from .render import SimRenderer  # noqa: E402
 from .scene import (  # noqa: E402

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..errors import DatasetError
+from openarm_sim_dataset.core.errors import DatasetError
+
 from .recorder import RecordConfig
 from .scene import SceneConfig
 from .tasks import episode_params_for, get_task

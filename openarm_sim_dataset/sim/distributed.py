@@ -23,9 +23,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import layout
-from ..atomic import TMP_PREFIX, remove_tree, tmp_name
-from ..cluster import (
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.atomic import TMP_PREFIX, remove_tree, tmp_name
+from openarm_sim_dataset.core.cluster import (
     MAX_RETRIES,
     ClusterError,
     RayOptions,
@@ -37,9 +37,10 @@ from ..cluster import (
     ordered_results,
     window,
 )
-from ..errors import DatasetError
-from ..gl import check_rendering
-from ..writer import EpisodeData, write_episode_tree
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.gl import check_rendering
+from openarm_sim_dataset.core.writer import EpisodeData, write_episode_tree
+
 from .environment import environment
 from .episode import make_renderer, record_index
 from .models import load_model

@@ -9,9 +9,10 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..gl import import_mujoco
-from ..machine import cpu_identity
+from openarm_sim_dataset import __version__
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.core.machine import cpu_identity
+
 from .models import cached_model, mujoco_library_sha256
 from .scene import asset_hashes
 

@@ -23,14 +23,16 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from .. import __version__, layout, sidecar
-from ..cluster import ConnectedOutput
-from ..gl import check_rendering
-from ..lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_path: re-exported
-from ..machine import cpu_identity
-from ..metadata import Metadata
-from ..stats import wilson_interval
-from ..writer import close_log, commit_episode, remove_uncommitted
+from openarm_sim_dataset import __version__
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.cluster import ConnectedOutput
+from openarm_sim_dataset.core.gl import check_rendering
+from openarm_sim_dataset.core.lock import OutputLock as _OutputLock, lock_path  # noqa: F401 - lock_path: re-exported
+from openarm_sim_dataset.core.machine import cpu_identity
+from openarm_sim_dataset.core.metadata import Metadata
+from openarm_sim_dataset.core.stats import wilson_interval
+from openarm_sim_dataset.core.writer import close_log, commit_episode, remove_uncommitted
+
 from .config import (  # noqa: F401 - re-exported
     SEED_RULE,
     TASK_RULE,

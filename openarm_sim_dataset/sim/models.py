@@ -45,9 +45,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from ..atomic import atomic_write_bytes
-from ..cache import cache_folder
-from ..errors import DatasetError
+from openarm_sim_dataset.core.atomic import atomic_write_bytes
+from openarm_sim_dataset.core.cache import cache_folder
+from openarm_sim_dataset.core.errors import DatasetError
+
 from . import scene as _scene, variation as _variation  # modules: their source files are hashed
 from .scene import FILE_SHA256, SceneConfig, asset_hashes, build_model, file_sha256, model_bytes, model_hash
 

@@ -23,8 +23,9 @@ import mujoco
 import numpy as np
 from PIL import Image
 
-from .. import layout, sidecar
-from ..writer import ComponentStreams, EpisodeData
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.writer import ComponentStreams, EpisodeData
+
 from .pick_place import EpisodeParams, EpisodeResult, run_episode
 from .render import SimRenderer
 from .scene import CUBE_NAMES, arm_index, cube_qpos_adr

@@ -42,8 +42,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from .. import layout, sidecar
-from ..cluster import (
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.cluster import (  # renamed: ``window`` is a frame-time span here
     MAX_RETRIES,
     ClusterError,
     ConnectedOutput,
@@ -53,14 +53,15 @@ from ..cluster import (
     lost_task_message,
     node_name,
     ordered_results,
-    window as ray_window,  # renamed: ``window`` is a frame-time span here
+    window as ray_window,
 )
-from ..dataset import folder_problem
-from ..errors import DatasetError
-from ..gl import check_rendering
-from ..lock import OutputLock
-from ..metadata import Metadata
-from ..writer import CAMERA_FORMATS, EpisodeData, close_log, commit_episode, remove_uncommitted
+from openarm_sim_dataset.core.dataset import folder_problem
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.gl import check_rendering
+from openarm_sim_dataset.core.lock import OutputLock
+from openarm_sim_dataset.core.metadata import Metadata
+from openarm_sim_dataset.core.writer import CAMERA_FORMATS, EpisodeData, close_log, commit_episode, remove_uncommitted
+
 from .environment import environment
 from .generate import config_from_simulation, dataflow_simulation_block, simulation_block
 from .models import cached_model, episode_model, load_model

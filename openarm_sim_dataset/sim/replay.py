@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from .. import __version__
-from ..camera import decode_jpeg
-from ..errors import DatasetError
-from ..machine import cpu_identity
+from openarm_sim_dataset import __version__
+from openarm_sim_dataset.core.camera import decode_jpeg
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.machine import cpu_identity
+
 from .recorder import encode_jpeg
 from .scene import asset_hashes, model_hash
 

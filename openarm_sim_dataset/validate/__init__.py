@@ -9,7 +9,8 @@ affected). Adding a check is adding a row. :func:`validate` runs the table and r
 
 from __future__ import annotations
 
-from .._lazy import lazy_attributes
+from openarm_sim_dataset.core.lazy import lazy_attributes
+
 from .thresholds import Thresholds
 
 # The rest on first use (PEP 562): `dataset-validate --help` needs only the thresholds.

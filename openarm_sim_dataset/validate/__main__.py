@@ -3,6 +3,6 @@
 
 import sys
 
-from ..cli.validate import main
+from openarm_sim_dataset.cli.validate import main
 
 sys.exit(main())

@@ -57,9 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import sidecar as sidecar_schema
-from ..camera import Camera, decode_jpeg
-from ..errors import DatasetError
+from openarm_sim_dataset.core import sidecar as sidecar_schema
+from openarm_sim_dataset.core.camera import Camera, decode_jpeg
+from openarm_sim_dataset.core.errors import DatasetError
+
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .timing import exact_timing
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import layout, sidecar
-from ..camera import Camera
-from ..dataset import Dataset
-from ..errors import DatasetError
-from ..streams import Stream
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.camera import Camera
+from openarm_sim_dataset.core.dataset import Dataset
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.streams import Stream
+
 from .thresholds import Thresholds
 
 

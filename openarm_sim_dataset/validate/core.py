@@ -2,22 +2,22 @@
 the runner in :mod:`.runner`."""
 
 from .check import (
-                    BLOCK_ERRORS,
-                    MAX_FINDINGS_PER_EPISODE,
-                    NO_EPISODES,
-                    STATUSES,
-                    CheckFn,
-                    CheckResult,
-                    Context,
-                    EpisodeCheck,
-                    Outcome,
-                    RemoteCheckError,
-                    Report,
-                    block_error_text,
-                    finding,
-                    fmt,
-                    no_episodes_detail,
-                    stats,
+           BLOCK_ERRORS,
+           MAX_FINDINGS_PER_EPISODE,
+           NO_EPISODES,
+           STATUSES,
+           CheckFn,
+           CheckResult,
+           Context,
+           EpisodeCheck,
+           Outcome,
+           RemoteCheckError,
+           Report,
+           block_error_text,
+           finding,
+           fmt,
+           no_episodes_detail,
+           stats,
 )
 from .runner import valid_flags, validate, validation_time, write_valid_flags
 from .thresholds import Thresholds

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import traceback
 
-from ..cluster import (
+from openarm_sim_dataset.core.cluster import (
     MAX_RETRIES,
     ClusterError,
     RayOptions,
@@ -29,10 +29,11 @@ from ..cluster import (
     ordered_results,
     window,
 )
-from ..dataset import Dataset
-from ..errors import DatasetError
-from ..gl import check_rendering, import_mujoco
-from ..sim.environment import environment
+from openarm_sim_dataset.core.dataset import Dataset
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.gl import check_rendering, import_mujoco
+from openarm_sim_dataset.sim.environment import environment
+
 from .check import BLOCK_ERRORS, Context, EpisodeCheck, block_error_text
 from .simulation import SIM_CHECKS, scene_config
 

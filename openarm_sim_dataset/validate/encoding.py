@@ -21,7 +21,8 @@ from collections import Counter
 import numpy as np
 from PIL import Image, JpegImagePlugin, UnidentifiedImageError
 
-from ..errors import DatasetError
+from openarm_sim_dataset.core.errors import DatasetError
+
 from .check import CheckFn, Context, Outcome
 
 #: IJG's standard luminance table (quality 50), row by row (the order PIL reports tables in)

@@ -10,8 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import layout
-from ..atomic import TMP_PREFIX
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.atomic import TMP_PREFIX
+
 from .cameras import scan
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .integrity import check_integrity

@@ -29,8 +29,8 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .. import layout
-from ..cluster import (
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.cluster import (
     MAX_RETRIES,
     ClusterError,
     checked_worker,
@@ -41,8 +41,9 @@ from ..cluster import (
     ordered_results,
     window,
 )
-from ..dataset import Dataset
-from ..errors import DatasetError
+from openarm_sim_dataset.core.dataset import Dataset
+from openarm_sim_dataset.core.errors import DatasetError
+
 from .check import BLOCK_ERRORS, Context, EpisodeCheck, Outcome, RemoteCheckError, block_error_text
 from .registry import check_table, is_sim_check
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from .. import layout, manifest
+from openarm_sim_dataset.core import layout, manifest
+
 from .check import Context, Outcome
 
 

@@ -36,7 +36,8 @@ import hashlib
 
 import numpy as np
 
-from .. import layout
+from openarm_sim_dataset.core import layout
+
 from .check import CheckFn, Context, EpisodeCheck, Outcome
 from .timing import is_simulated
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
-from .. import layout
-from ..dataset import Dataset
-from ..errors import DatasetError
-from ..gl import check_rendering, import_mujoco
+from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core.dataset import Dataset
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.gl import check_rendering, import_mujoco
+
 from . import groups
 from .check import (
     BLOCK_ERRORS,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import sidecar
-from ..gl import import_mujoco
-from ..sim.scene import cube_half_size
+from openarm_sim_dataset.core import sidecar
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.sim.scene import cube_half_size
+
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import (
     CUBE_HALF_DIAGONAL,

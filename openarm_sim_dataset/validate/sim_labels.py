@@ -20,12 +20,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import layout, sidecar
-from ..errors import DatasetError
-from ..gl import import_mujoco
-from ..sim.config import config_for_task, config_from_simulation, params_for
-from ..sim.replay import differing_components
-from ..sim.tasks import make_controller, object_up_vectors, rejudge, rollout_outcome, set_initial_state
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.sim.config import config_for_task, config_from_simulation, params_for
+from openarm_sim_dataset.sim.replay import differing_components
+from openarm_sim_dataset.sim.tasks import (
+    make_controller,
+    object_up_vectors,
+    rejudge,
+    rollout_outcome,
+    set_initial_state,
+)
+
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import ModelProblem, listed, scene_config, sidecar_and_model, sim_block, split_model_problems
 from .sim_replay import replayed_judged_state

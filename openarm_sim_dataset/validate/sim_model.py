@@ -16,12 +16,13 @@ import os
 
 import numpy as np
 
-from .. import layout, sidecar
-from ..errors import DatasetError
-from ..sim.models import cached_model, load_model
-from ..sim.render import SimRenderer
-from ..sim.scene import SceneConfig
-from ..sim.variation import Variation
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.sim.models import cached_model, load_model
+from openarm_sim_dataset.sim.render import SimRenderer
+from openarm_sim_dataset.sim.scene import SceneConfig
+from openarm_sim_dataset.sim.variation import Variation
+
 from .check import Context, Outcome
 
 #: Half the space diagonal of a 40 mm cube (m): no cube surface is nearer than centre depth minus this.

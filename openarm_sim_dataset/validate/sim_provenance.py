@@ -7,12 +7,13 @@ the sizes in ``simulation.cameras`` and ``equipment.perceptions.cameras``).
 
 from __future__ import annotations
 
-from .. import sidecar
-from ..errors import DatasetError
-from ..gl import import_mujoco
-from ..sim.render import intrinsics
-from ..sim.replay import provenance_differences
-from ..sim.variation import draw_variation, visual_variant
+from openarm_sim_dataset.core import sidecar
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.sim.render import intrinsics
+from openarm_sim_dataset.sim.replay import provenance_differences
+from openarm_sim_dataset.sim.variation import draw_variation, visual_variant
+
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import built_model, episode_model, episode_variation, recorded_cameras, scene_config, sim_block
 

@@ -9,12 +9,13 @@ import copy
 
 import numpy as np
 
-from .. import sidecar
-from ..errors import DatasetError
-from ..sim.config import config_from_simulation
-from ..sim.episode import record_index
-from ..sim.replay import rerender
-from ..window import slice_component, trim_sidecar
+from openarm_sim_dataset.core import sidecar
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.window import slice_component, trim_sidecar
+from openarm_sim_dataset.sim.config import config_from_simulation
+from openarm_sim_dataset.sim.episode import record_index
+from openarm_sim_dataset.sim.replay import rerender
+
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import (
     ModelProblem,

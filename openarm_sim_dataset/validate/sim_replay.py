@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import sidecar
-from ..errors import DatasetError
-from ..sim.replay import package_differences, replay
+from openarm_sim_dataset.core import sidecar
+from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.sim.replay import package_differences, replay
+
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import ModelProblem, sidecar_and_model, sim_block, split_model_problems
 

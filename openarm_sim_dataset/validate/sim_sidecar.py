@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import layout, sidecar
-from ..atomic import TMP_PREFIX
-from ..gl import import_mujoco
-from ..sim.replay import bitwise_differ, state_components
-from ..sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
+from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.atomic import TMP_PREFIX
+from openarm_sim_dataset.core.gl import import_mujoco
+from openarm_sim_dataset.sim.replay import bitwise_differ, state_components
+from openarm_sim_dataset.sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
+
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import ModelProblem, listed, model, recorded_cameras, sidecar_and_model, sim_block, split_model_problems
 

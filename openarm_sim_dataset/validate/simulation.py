@@ -19,7 +19,8 @@ The names other modules use (``model``, ``renderer``, ``scene_config``, ...) are
 
 from __future__ import annotations
 
-from .. import sidecar
+from openarm_sim_dataset.core import sidecar
+
 from .check import CheckFn, Context, Outcome
 from .sim_geometry import check_sim_geometry, check_sim_reprojection, check_sim_wrist
 from .sim_labels import check_sim_identity, check_sim_labels

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 
-from .. import episode_summary, layout
-from ..errors import DatasetError
+from openarm_sim_dataset.core import episode_summary, layout
+from openarm_sim_dataset.core.errors import DatasetError
+
 from .check import Context, Outcome
 
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import layout, sidecar
+from openarm_sim_dataset.core import layout, sidecar
+
 from .check import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding
 
 OK, WARN, FAIL = 0, 1, 2

@@ -38,15 +38,7 @@ import numpy as np
 from ..scene import CUBE_NAMES, SceneConfig, cube_half_size
 from .base import Task, draw_cubes, draw_pose, set_arms, set_cubes
 from .pick_place_draws import episode_params
-from .planner import (
-    GRASP_DEPTH,
-    LEFT_HOME,
-    EpisodeParams,
-    Lane,
-    PlaceTarget,
-    ScriptedController,
-    ready_qpos,
-)
+from .planner import GRASP_DEPTH, LEFT_HOME, EpisodeParams, Lane, PlaceTarget, ScriptedController, ready_qpos
 
 __all__ = ["PickPlace", "PickPlaceTask", "TrayTask", "LEGACY_PROMPT", "LEGACY_DESCRIPTION"]
 

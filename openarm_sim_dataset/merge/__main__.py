@@ -1,7 +1,0 @@
-"""``python -m openarm_sim_dataset.merge``: openarm_dataset's entry point, here ``dataset-merge``."""
-
-import sys
-
-from ..cli.merge import main
-
-sys.exit(main())

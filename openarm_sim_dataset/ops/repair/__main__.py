@@ -1,0 +1,7 @@
+"""``python -m openarm_sim_dataset.repair``: openarm_dataset's entry point, here ``dataset-repair``."""
+
+import sys
+
+from openarm_sim_dataset.cli.repair import main
+
+sys.exit(main())

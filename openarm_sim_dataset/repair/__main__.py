@@ -1,7 +1,0 @@
-"""``python -m openarm_sim_dataset.repair``: openarm_dataset's entry point, here ``dataset-repair``."""
-
-import sys
-
-from ..cli.repair import main
-
-sys.exit(main())
