@@ -8,7 +8,7 @@
 3. ``dataset-validate --no-update-metadata`` on each ``--datasets`` folder (e.g. a 1-episode and a
    10-episode simulated dataset): median wall time, and in one in-process run where that time goes:
    imports, compiling the model (once per process), the checks themselves (physics replay, geometry, ...).
-With ``--baseline-tree``, (1)-(3) also run with that checkout first on PYTHONPATH (e.g. a ``git worktree``
+``import openarm_sim_dataset`` is timed first. With ``--baseline-tree``, (1)-(3) also run with that checkout first on PYTHONPATH (e.g. a ``git worktree``
 of an older commit) and the ratios old/new are printed. Medians: these machines are noisy.
 """
 
@@ -24,6 +24,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = ("sample", "validate", "generate", "merge", "convert", "repair", "replay", "info", "show")
+#: every console script's module (--help of each is timed)
+ALL_TOOLS = TOOLS + ("edit", "evaluate", "render", "train", "ensemble", "view")
 HEAVY = ("mujoco", "pandas", "pyarrow", "numpy", "PIL", "yaml", "matplotlib", "rerun", "av", "scipy", "tqdm")
 
 
@@ -106,17 +108,33 @@ def main() -> None:
     py = [sys.executable]
     floor = wall([*py, "-c", "pass"], env_for(REPO), args.repeat)
     print(f"interpreter floor (python -c pass): {floor * 1000:.0f} ms (median of {args.repeat})")
+    ratios = []
+    print("\nimport openarm_sim_dataset: median wall ms (x the interpreter floor)")
+    cells, times = [], {}
+    for name, tree in trees.items():
+        times[name] = wall([*py, "-c", "import openarm_sim_dataset"], env_for(tree), args.repeat)
+        cells.append(f"{name}: {times[name] * 1000:5.0f} ms ({times[name] / floor:4.1f}x)")
+    if "old" in times:
+        ratios.append(times["new"] / times["old"])
+        cells.append(f"new/old {ratios[-1]:.2f}")
+    print("  " + "   ".join(cells))
     print("\n--help of each tool: median wall ms, x the interpreter floor, heavy modules imported")
-    for tool in TOOLS:
-        cells = []
+    for tool in ALL_TOOLS:
+        cells, times = [], {}
         for name, tree in trees.items():
             if not exists(tree, tool):
                 cells.append(f"{name}: -")
                 continue
-            t = wall([*py, "-m", f"openarm_sim_dataset.cli.{tool}", "--help"], env_for(tree), args.repeat)
+            t = times[name] = wall([*py, "-m", f"openarm_sim_dataset.cli.{tool}", "--help"], env_for(tree), args.repeat)
             mods = heavy_imports(f"openarm_sim_dataset.cli.{tool}", ["--help"], env_for(tree))
             cells.append(f"{name}: {t * 1000:5.0f} ms ({t / floor:4.1f}x) [{' '.join(mods) or 'none'}]")
+        if len(times) == 2:
+            ratios.append(times["new"] / times["old"])
+            cells.append(f"new/old {ratios[-1]:.2f}")
         print(f"  dataset-{tool:<9} " + "   ".join(cells))
+    if ratios:
+        print(f"  new/old over the import and the {len(ratios) - 1} --help runs: median {statistics.median(ratios):.2f}, "
+              f"range {min(ratios):.2f}-{max(ratios):.2f}")
     fixture = REPO / "tests" / "fixture" / "dataset_0.4.0"
     print(f"\ndataset-sample {fixture.relative_to(REPO)} --hz 5 (2 episodes)")
     for name, tree in trees.items():

@@ -60,8 +60,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _config(args):
     from openarm_sim_dataset.learn import evaluate as ev  # start-up: not for --help
+    from openarm_sim_dataset.sim.episode_recorder import RecordConfig  # start-up: not for --help
     from openarm_sim_dataset.sim.generate import GenerateConfig  # start-up: not for --help
-    from openarm_sim_dataset.sim.recorder import RecordConfig  # start-up: not for --help
     from openarm_sim_dataset.sim.scene import SceneConfig  # start-up: not for --help
 
     # a checkpoint knows what it reads: its cameras, size and rate unless a flag says otherwise (and

@@ -16,7 +16,6 @@ from collections import Counter
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from openarm_sim_dataset.core.cluster import RayOptions  # noqa: E402
 
 from . import Parser, check_output, progress_bar, run  # noqa: E402
 
@@ -94,6 +93,8 @@ def ray_options(args: argparse.Namespace):
         return None
     if args.ray_max_in_flight is not None and args.ray_max_in_flight < 1:
         raise ValueError("--ray-max-in-flight must be >= 1")
+    from ..core.cluster import RayOptions  # start-up: hashlib, socket and platform only for --ray
+
     return RayOptions(address=None if args.ray == LOCAL else args.ray, shared_fs=args.ray_shared_fs,
                       max_in_flight=args.ray_max_in_flight)
 
@@ -113,8 +114,8 @@ def camera_names(names: list[str]) -> tuple[str, ...]:
 def config_from_args(args: argparse.Namespace):
     """The :class:`~openarm_sim_dataset.sim.generate.GenerateConfig` these arguments ask for (rates are
     checked here, before any work)."""
+    from openarm_sim_dataset.sim.episode_recorder import RecordConfig  # start-up: not for --help
     from openarm_sim_dataset.sim.generate import GenerateConfig  # start-up: not for --help
-    from openarm_sim_dataset.sim.recorder import RecordConfig  # start-up: not for --help
     from openarm_sim_dataset.sim.scene import SceneConfig  # start-up: not for --help
     from openarm_sim_dataset.sim.tasks import resolve_tasks  # start-up: not for --help
 

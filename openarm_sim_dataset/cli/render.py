@@ -15,7 +15,6 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from openarm_sim_dataset.core.cluster import RayOptions  # noqa: E402
 
 from . import Parser, check_output, progress_bar, run  # noqa: E402
 from .generate import LOCAL, camera_names, parse_size  # noqa: E402
@@ -71,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.ray is not None:
             if args.workers != 1:
                 raise ValueError("--workers and --ray exclude each other")
+            from ..core.cluster import RayOptions  # start-up: only for --ray
+
             ray = RayOptions(address=None if args.ray == LOCAL else args.ray, max_in_flight=args.ray_max_in_flight)
         elif args.ray_max_in_flight is not None or args.ray_gpus_per_task is not None:
             raise ValueError("--ray-max-in-flight and --ray-gpus-per-task need --ray")

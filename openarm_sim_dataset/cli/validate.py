@@ -35,7 +35,6 @@ from dataclasses import fields
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before MuJoCo is imported
 
-from openarm_sim_dataset.core.cluster import RayOptions, import_ray  # noqa: E402
 from openarm_sim_dataset.validate.thresholds import Thresholds  # noqa: E402
 
 from . import EXIT_INVALID, EXIT_OK, Parser, run  # noqa: E402
@@ -160,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})
         ray = None
         if args.ray is not None:
+            from ..core.cluster import RayOptions, import_ray  # start-up: only for --ray
+
             import_ray()  # a missing extra is one line before any work
             ray = RayOptions(address=None if args.ray == "local" else args.ray)
         rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,

@@ -13,9 +13,9 @@ import pyarrow as pa
 
 from openarm_sim_dataset.core.gl import import_mujoco
 from openarm_sim_dataset.core.synthetic import MID_QPOS
+from openarm_sim_dataset.sim.episode_recorder import RecordConfig, StepRecorder
 from openarm_sim_dataset.sim.generate import dataflow_simulation_block
 from openarm_sim_dataset.sim.models import load_model
-from openarm_sim_dataset.sim.recorder import RecordConfig, StepRecorder
 from openarm_sim_dataset.sim.scene import SceneConfig, arm_index
 from openarm_sim_dataset.sim.tasks.planner import EpisodeResult
 

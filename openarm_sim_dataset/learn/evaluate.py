@@ -50,8 +50,8 @@ from openarm_sim_dataset.core.writer import (
     remove_uncommitted,
     write_episode_tree,
 )
-from openarm_sim_dataset.sim.distributed import read_tree
 from openarm_sim_dataset.sim.environment import environment
+from openarm_sim_dataset.sim.episode_recorder import RecordedEpisode
 from openarm_sim_dataset.sim.generate import (
     LEGACY_LOCK_FILE,
     GenerateConfig,
@@ -62,8 +62,8 @@ from openarm_sim_dataset.sim.generate import (
     params_for,
     simulation_block,
 )
+from openarm_sim_dataset.sim.generate_on_ray import read_tree
 from openarm_sim_dataset.sim.models import load_model
-from openarm_sim_dataset.sim.recorder import RecordedEpisode
 from openarm_sim_dataset.sim.render import SimRenderer
 from openarm_sim_dataset.sim.scene import SceneConfig
 from openarm_sim_dataset.sim.tasks import DEFAULT_TASK, TASKS, resolve_tasks

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from openarm_sim_dataset.core.errors import DatasetError
 
-from .recorder import RecordConfig
+from .episode_recorder import RecordConfig
 from .scene import SceneConfig
 from .tasks import episode_params_for, get_task
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import mujoco
 
 from .config import GenerateConfig, params_for
+from .episode_recorder import RecordedEpisode, record_episode
 from .models import episode_model
-from .recorder import RecordedEpisode, record_episode
 from .render import SimRenderer
 from .scene import SceneConfig
 from .variation import draw_variation

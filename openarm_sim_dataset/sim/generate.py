@@ -42,11 +42,11 @@ from .config import (  # noqa: F401 - re-exported
     config_from_simulation,
     params_for,
 )
-from .distributed import record_on_ray
 from .environment import environment
 from .episode import make_renderer, record_index
+from .episode_recorder import RecordConfig, RecordedEpisode
+from .generate_on_ray import record_on_ray
 from .models import cached_model, load_model
-from .recorder import RecordConfig, RecordedEpisode
 from .render import SimRenderer
 from .scene import SceneConfig, asset_hashes
 from .tasks import get_task

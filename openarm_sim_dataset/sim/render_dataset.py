@@ -63,9 +63,9 @@ from openarm_sim_dataset.core.metadata import Metadata
 from openarm_sim_dataset.core.writer import CAMERA_FORMATS, EpisodeData, close_log, commit_episode, remove_uncommitted
 
 from .environment import environment
+from .episode_recorder import CameraFrames, RecordConfig, episode_arrays
 from .generate import config_from_simulation, dataflow_simulation_block, simulation_block
 from .models import cached_model, episode_model, load_model
-from .recorder import CameraFrames, RecordConfig, episode_arrays
 from .render import SimRenderer
 from .replay import provenance_differences
 from .scene import CUBE_NAMES, SceneConfig, cube_qpos_adr

@@ -16,7 +16,7 @@ from openarm_sim_dataset.core.camera import decode_jpeg
 from openarm_sim_dataset.core.errors import DatasetError
 from openarm_sim_dataset.core.machine import cpu_identity
 
-from .recorder import encode_jpeg
+from .episode_recorder import encode_jpeg
 from .scene import asset_hashes, model_hash
 
 #: MuJoCo's name of the data field each mjSTATE_* component holds, where it differs from the enum's

@@ -16,7 +16,7 @@ from openarm_sim_dataset.core.atomic import TMP_PREFIX
 from .cameras import scan
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .integrity import check_integrity
-from .summary import check_episode_summary
+from .summary_json import check_episode_summary
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
 

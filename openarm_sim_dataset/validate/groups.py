@@ -147,7 +147,7 @@ def run_group(root: str, cwd: str, ids: list[str], names: list[str], simulation:
         ctx = Context(ds, ids, thresholds, [e for e in regenerate if e in ids])
         table = table_of(ds, names, simulation)
         if expected_env is not None:
-            from .distributed import worker_environment  # optional extra: ray
+            from .checks_on_ray import worker_environment  # optional extra: ray
 
             checked_worker(expected_env, lambda: worker_environment(ctx, names))
     except DatasetError as e:
@@ -220,7 +220,7 @@ def run_groups(ds, ids: list[str], names: list[str], simulation: bool, threshold
 
 
 def _on_ray(ds, root: str, cwd: str, groups: list[list[str]], args: tuple, opts) -> Iterator:
-    from .distributed import worker_environment  # optional extra: ray
+    from .checks_on_ray import worker_environment  # optional extra: ray
 
     ray = import_ray()
     names = args[0]

@@ -68,7 +68,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
     if len(ids) > groups.GROUP_SIZE or workers > 1:  # read at call time: tests set a small group size
         grouped = groups.grouped_outcomes(ctx, table, simulation, workers, ray)
     elif ray is not None:
-        from .distributed import run_episode_checks  # optional extra: ray
+        from .checks_on_ray import run_episode_checks  # optional extra: ray
 
         remote = run_episode_checks(ctx, [(n, fn) for n, fn in table if isinstance(fn, EpisodeCheck) and is_sim_check(n)],
                                     ray)

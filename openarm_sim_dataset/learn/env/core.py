@@ -46,9 +46,9 @@ import numpy as np
 from gymnasium import spaces
 
 from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.sim.episode_recorder import RecordedEpisode, StepRecorder
 from openarm_sim_dataset.sim.generate import GenerateConfig, config_for_task, params_for
 from openarm_sim_dataset.sim.models import cached_model, episode_model
-from openarm_sim_dataset.sim.recorder import RecordedEpisode, StepRecorder
 from openarm_sim_dataset.sim.render import SimRenderer
 from openarm_sim_dataset.sim.scene import CUBE_NAMES, arm_index, cube_qpos_adr
 from openarm_sim_dataset.sim.tasks import (

@@ -16,6 +16,6 @@ except ImportError:
 
 from .dataset import TorchDataset
 from .index import SIM_STREAMS, EpisodeIndex, build_index
-from .stats import cached_stats, compute, default_cache_dir
+from .normalization import cached_stats, compute, default_cache_dir
 
 __all__ = ["SIM_STREAMS", "EpisodeIndex", "TorchDataset", "build_index", "cached_stats", "compute", "default_cache_dir"]

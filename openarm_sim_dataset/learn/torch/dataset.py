@@ -22,7 +22,7 @@ from openarm_sim_dataset.core.camera import Camera, decode_jpeg_chw
 from openarm_sim_dataset.core.dataset import Dataset
 from openarm_sim_dataset.core.errors import CameraError
 
-from . import stats as _stats
+from . import normalization as _stats
 from .index import EpisodeIndex, build_index
 
 #: Episodes whose indexed cameras (legacy frame names only) and depth/label arrays a process keeps at once.

@@ -43,8 +43,8 @@ from openarm_sim_dataset.core.writer import EpisodeData, write_episode_tree
 
 from .environment import environment
 from .episode import make_renderer, record_index
+from .episode_recorder import RecordedEpisode
 from .models import load_model
-from .recorder import RecordedEpisode
 
 #: Per worker process: (config) -> (model, renderer); a GL context costs 0.2-0.9 s, made once.
 _WORKER: dict = {}
