@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image
 
 from openarm_sim_dataset.core import layout, sidecar
+from openarm_sim_dataset.core.sidecar import sim_files  # noqa: F401 - its old home
 from openarm_sim_dataset.core.writer import ComponentStreams, EpisodeData
 
 from .pick_place import EpisodeParams, EpisodeResult, run_episode
