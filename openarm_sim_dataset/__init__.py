@@ -8,7 +8,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-from ._moved import (
+from .moved_modules import (
     MOVED as _MOVED,  # noqa: E402 - before any submodule is imported
     install as _install_moved,  # noqa: E402
 )

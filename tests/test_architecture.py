@@ -101,3 +101,26 @@ def test_the_graph_sees_a_planted_cycle_and_private_import(package_copy):
     assert ("openarm_sim_dataset/core/errors.py", "openarm_sim_dataset.core.layout._x") in {
         (w.rsplit(":", 1)[0], n) for w, n in private}
     assert any(w.startswith("openarm_sim_dataset/core/errors.py:") for w, _ in local)
+
+
+def test_old_import_paths_name_the_same_modules():
+    """Every path that moved imports as the module at its new path (one object: a class, registry or
+    monkeypatch is the same through either name), with its own spec; submodules of a moved package too."""
+    import importlib
+
+    from openarm_sim_dataset import moved_modules as moved
+
+    pairs = dict(moved.MOVED, **{"openarm_sim_dataset.bc.trainer": "openarm_sim_dataset.learn.bc.trainer",
+                                  "openarm_sim_dataset.view.server": "openarm_sim_dataset.explore.view.server",
+                                  "openarm_sim_dataset.torch.stats": "openarm_sim_dataset.learn.torch.normalization"})
+    for old, new in pairs.items():
+        module = importlib.import_module(old)
+        target = importlib.import_module(new)
+        while module.__name__ != target.__name__ and moved.new_path(target.__name__):  # renamed twice
+            target = importlib.import_module(moved.new_path(target.__name__))
+        assert module is target, old
+        assert module.__spec__.name == module.__name__, old
+        assert hasattr(module, "__path__") == (module.__file__.endswith("__init__.py")), old
+    import openarm_sim_dataset
+
+    assert openarm_sim_dataset.smoothing is importlib.import_module("openarm_sim_dataset.core.smoothing")
