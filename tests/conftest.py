@@ -235,7 +235,7 @@ def tiny_config():
     must equal the tiny subprocess generation file for file)."""
     from openarm_sim_dataset.cli import generate as cli
 
-    return cli.config_from_args(cli._parser().parse_args(["--out", "unused", "--episodes", "1", *TINY]))
+    return cli.config_from_args(cli.build_parser().parse_args(["--out", "unused", "--episodes", "1", *TINY]))
 
 
 def generate_cmd(out: Path, episodes: int = 2, *extra: str) -> list[str]:
@@ -343,6 +343,28 @@ def recorded_files(root: Path) -> dict[Path, bytes]:
             data = b"".join(line for line in data.splitlines(keepends=True)
                             if not line.rstrip(b"\n").endswith(b" " + layout.SUMMARY_FILE.encode()))
         out[p] = data
+    return out
+
+
+def unlocked_versions(*names: str) -> list[str]:
+    """Of the distributions ``names``, those whose installed version is not the one tools/constraints.txt
+    locks, as "name X locked, Y here" (the values some tests compare byte for byte hold for the locked
+    environment; tools/env.sh installs it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    locked = {}
+    for line in (REPO / "tools" / "constraints.txt").read_text().splitlines():
+        name, sep, ver = line.partition("==")
+        if sep and not line.startswith("#"):
+            locked[name.strip().lower().replace("_", "-")] = ver.strip()
+    out = []
+    for name in names:
+        try:
+            here = version(name)
+        except PackageNotFoundError:
+            here = "none"
+        if locked.get(name.lower()) != here:
+            out.append(f"{name} {locked.get(name.lower())} locked, {here} here")
     return out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, SUBPROCESS_ENV
+from conftest import REPO, SUBPROCESS_ENV, unlocked_versions
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
@@ -57,7 +57,9 @@ def test_shipped_checkpoint_loads_and_steps(card, front):
 def test_card_physics_dataset_regenerates_to_its_content_sha(tmp_path):
     """The first step of every card's recipe, run again: the physics-only training set (the cards share
     it) has the content SHA-256 the card states (metadata.yaml as a document without the machine's
-    and checkout's names), on any machine of the kind."""
+    and checkout's names), on any machine of the kind with the locked MuJoCo and writers (tools/constraints.txt)."""
+    if unlocked := unlocked_versions("mujoco", "numpy", "pyarrow"):
+        pytest.skip("the cards' content SHA-256 hold for the locked environment: " + "; ".join(unlocked))
     seen, prefixes = {}, {}
     # (a card of a training set merged from several generations lists each)
     for phys in (p for _, f in CARDS for p in (f["physics_dataset"] if isinstance(f["physics_dataset"], list)

@@ -80,7 +80,7 @@ def matrix(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name, indices in choose_indices(SEED).items():
         mode, fmt, _ = DESIGN[name]
-        args = cli._parser().parse_args(["--out", str(root / name), "--episodes", "1", "--seed", str(SEED),
+        args = cli.build_parser().parse_args(["--out", str(root / name), "--episodes", "1", "--seed", str(SEED),
                                          "--tasks", "all", "--randomize", mode, "--camera-format", fmt,
                                          "--size", SIZE, "--camera-hz", CAMERA_HZ, "--quiet"])
         summary = generate(root / name, sorted(indices), cli.config_from_args(args))

@@ -190,7 +190,7 @@ def test_identity_mixed_randomised_run(tmp_path):
 
     args = ["--seed", "3", "--size", "48x36", "--camera-hz", "5", "--tasks", "all", "--randomize", "all",
             "--cameras", "head", "wrist_right"]
-    cfg = cli.config_from_args(cli._parser().parse_args(["--out", "x", "--episodes", "1", *args]))
+    cfg = cli.config_from_args(cli.build_parser().parse_args(["--out", "x", "--episodes", "1", *args]))
     direct, phys, out = tmp_path / "direct", tmp_path / "phys", tmp_path / "out"
     generate(direct, range(3), cfg)
     generate(phys, range(3), physics_only(cfg))
@@ -205,7 +205,7 @@ def test_identity_with_both_wrists_and_workers(tmp_path):
     from openarm_sim_dataset.cli import generate as cli
 
     args = ["--seed", "10", "--size", "32x24", "--camera-hz", "2.5", "--cameras", "head", "wrist_right", "wrist_left"]
-    cfg = cli.config_from_args(cli._parser().parse_args(["--out", "x", "--episodes", "1", *args]))
+    cfg = cli.config_from_args(cli.build_parser().parse_args(["--out", "x", "--episodes", "1", *args]))
     direct, phys, out = tmp_path / "direct", tmp_path / "phys", tmp_path / "out"
     generate(direct, range(2), cfg)
     generate(phys, range(2), physics_only(cfg))

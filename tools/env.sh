@@ -48,7 +48,8 @@ esac
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ($_env_mods)))" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[$_env_extra]"
+  # (-c: the locked versions of tools/constraints.txt, which the golden values were made with)
+  .venv/bin/python -m pip install -q -c tools/constraints.txt -e ".[$_env_extra]"
   # robot-eval-logger 0.0.1 pins numpy<2 (rerun-sdk needs numpy>=2): without its dependencies, for
   # tests/test_convert_robot_eval_logger.py (the export needs only its data classes)
   [ "$_env_extra" != test ] || .venv/bin/python -m pip install -q --no-deps robot-eval-logger==0.0.1
@@ -58,7 +59,7 @@ fi
 if command -v cc >/dev/null && .venv/bin/python -c "import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" 2>/dev/null \
    && ! .venv/bin/python -c "import openarm_sim_dataset._ringput" 2>/dev/null; then
-  .venv/bin/python -m pip install -q --no-deps -e . || echo "tools/env.sh: the recorder's compiled put did not build; the Python one runs" >&2
+  .venv/bin/python -m pip install -q -c tools/constraints.txt --no-deps -e . || echo "tools/env.sh: the recorder's compiled put did not build; the Python one runs" >&2
 fi
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"

@@ -11,7 +11,7 @@ FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd", "robot_eva
 STATES = ("qpos", "pose", "rot6d")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="dataset-convert", description=__doc__,
         epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0); IN is never modified. OUT must not exist: "
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     recorded_values = ("openarm", "rrd", "robot_eval_logger")
     if args.format in recorded_values and (args.state != "qpos" or args.arm_dynamics):

@@ -8,7 +8,7 @@ import sys
 from . import Parser, check_output, progress_line, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="dataset-edit", description=__doc__,
         epilog="Order: select (--keep, --drop, --where on the source's labels), relabel, trim, split; ids renumbered "
@@ -101,7 +101,7 @@ def spec_from_args(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.ops.edit import edit  # start-up: not for --help

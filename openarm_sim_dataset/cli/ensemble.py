@@ -18,7 +18,7 @@ import sys
 from . import Parser, check_output, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-ensemble", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="dataset-train checkpoints (.pt), two or more")
     p.add_argument("--out", required=True, help="the ensemble checkpoint .pt to write")
@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.learn.bc.ensemble import combine  # start-up: not for --help

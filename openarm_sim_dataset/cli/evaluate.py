@@ -24,7 +24,7 @@ from . import Parser, check_output, progress_line, run  # noqa: E402
 from .generate import LOCAL, camera_names, parse_size, ray_options  # noqa: E402
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-evaluate", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--policy", required=True, help="scripted, zero, random, module:factory or a checkpoint .pt")
@@ -100,7 +100,7 @@ def format_report(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.learn import evaluate as ev  # start-up: not for --help

@@ -40,7 +40,7 @@ def _range(text: str) -> range:
     return range(a, b)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-generate", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="output dataset folder (created, or resumed)")
@@ -148,7 +148,7 @@ def list_tasks() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.list_tasks:
         def listing() -> int:

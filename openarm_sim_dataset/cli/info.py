@@ -13,7 +13,7 @@ import sys
 from . import Parser, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-info", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if (args.output or args.license) and not args.card:
         parser.error("-o/--output and --license go with --card")

@@ -8,7 +8,7 @@ import sys
 from . import Parser, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="dataset-merge", description=__doc__,
         epilog="Refused unless every input has the same format version, equipment and frequencies and, for "
@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.ops.merge import merge  # start-up: not for --help

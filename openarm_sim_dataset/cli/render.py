@@ -20,7 +20,7 @@ from . import Parser, check_output, progress_bar, run  # noqa: E402
 from .generate import LOCAL, camera_names, parse_size  # noqa: E402
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-render", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("src", help="simulated dataset with sidecars (e.g. from dataset-generate --cameras none)")
@@ -59,7 +59,7 @@ def config_from_args(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.sim.render_dataset import render_dataset  # start-up: not for --help

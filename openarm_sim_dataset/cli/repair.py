@@ -8,7 +8,7 @@ import sys
 from . import EXIT_INVALID, EXIT_OK, Parser, check_output, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="dataset-repair", description=__doc__,
         epilog="A null/NaN whose previous and next samples (same column) are finite becomes their mean; runs of two "
@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.ops.repair import repair  # start-up: not for --help

@@ -27,7 +27,7 @@ from openarm_sim_dataset.validate.thresholds import Thresholds  # noqa: E402
 from . import EXIT_INVALID, EXIT_OK, EXIT_UNUSABLE, Parser, run  # noqa: E402
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-replay", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="simulated dataset folder")
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         # start-up: --help stays free of numpy, pyarrow and MuJoCo

@@ -11,7 +11,7 @@ from openarm_sim_dataset.core.sampler import ALIGNMENTS
 from . import Parser, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-sample", description=__doc__)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--hz", type=float, default=5.0, help="grid rate in Hz (default 5)")
@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         import numpy as np

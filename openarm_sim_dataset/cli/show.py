@@ -17,7 +17,7 @@ from pathlib import Path
 from . import Parser, check_output, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-show", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.contact_sheet and args.plot is not None:
         parser.error("--plot goes with one episode, not with --contact-sheet")

@@ -20,7 +20,7 @@ import sys
 from . import Parser, check_output, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="OpenArm dataset of demonstrations (episodes with success: true)")
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.learn.bc import TrainConfig, train  # start-up: not for --help

@@ -113,7 +113,7 @@ _HELP = {
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-validate", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
@@ -144,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         from openarm_sim_dataset.core.dataset import Dataset  # start-up: not for --help

@@ -24,7 +24,7 @@ from openarm_sim_dataset.core.errors import DatasetError
 from . import Parser, run
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-view", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0: any free port)")
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"argument --port: {args.port} is not a TCP port (0-65535)")

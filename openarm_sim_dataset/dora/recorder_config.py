@@ -68,11 +68,13 @@ def build_metadata(metadata: Mapping | None, input_names, operation_type: str = 
     return meta
 
 
-def options(argv: list[str] | None = None) -> argparse.Namespace:
-    """The reference's options (environment variables as defaults)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The console script's options: the reference's, with its environment variables as defaults."""
     ap = argparse.ArgumentParser(prog="openarm-sim-dataset-dora-recorder",
                                  description="Record a dora dataflow as an OpenArm 0.4.0 dataset (crash-safe).")
-    ap.add_argument("--directory", type=Path, default=Path(os.getenv("DIRECTORY", os.getcwd())))
+    # (the working directory is resolved when the options are parsed, not when the parser is built)
+    ap.add_argument("--directory", type=Path, default=Path(os.environ["DIRECTORY"]) if "DIRECTORY" in os.environ else None,
+                    help="the dataset folder (default: $DIRECTORY, else the working directory)")
     ap.add_argument("--docker-image", default=os.getenv("DOCKER_IMAGE", os.getenv("IMAGE")))
     ap.add_argument("--metadata-file", type=Path, default=os.getenv("METADATA_FILE"))
     ap.add_argument("--name", default=os.getenv("NAME", "dataset"))
@@ -80,5 +82,12 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--camera-format", choices=("dir", "tar"), default=os.getenv("CAMERA_FORMAT", "dir"))
     ap.add_argument("--stale-after-s", type=float, default=float(os.getenv("STALE_AFTER_S", "1.0")),
                     help="discard an episode whose camera is silent or frozen this long (0: never)")
-    return ap.parse_args(argv)
+    return ap
 
+
+def options(argv: list[str] | None = None) -> argparse.Namespace:
+    """The parsed options of :func:`build_parser` (environment variables as defaults)."""
+    args = build_parser().parse_args(argv)
+    if args.directory is None:
+        args.directory = Path(os.getcwd())
+    return args

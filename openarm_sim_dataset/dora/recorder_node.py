@@ -54,11 +54,11 @@ from openarm_sim_dataset.core.metadata import load_yaml_document
 from openarm_sim_dataset.record import RecordError
 
 from .dataflow_config import config_from_environment, timer_hz
-from .recorder_config import DEFAULT_TASK, build_metadata, options, timer_frequencies
+from .recorder_config import DEFAULT_TASK, build_metadata, build_parser, options, timer_frequencies
 from .recorder_handler import RecorderNode, print_log
 from .recorder_messages import ARM_FIELDS, stamp_ns
 
-__all__ = ["ARM_FIELDS", "DEFAULT_TASK", "RecorderNode", "build_metadata", "config_from_environment", "main",
+__all__ = ["ARM_FIELDS", "DEFAULT_TASK", "RecorderNode", "build_metadata", "build_parser", "config_from_environment", "main",
            "node_from_dora", "options", "run", "stamp_ns", "timer_frequencies", "timer_hz"]
 
 

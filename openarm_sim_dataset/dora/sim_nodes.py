@@ -58,7 +58,8 @@ import os
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The console script's options: one sub-command per simulated node (environment variables as defaults)."""
     ap = argparse.ArgumentParser(prog="openarm-sim-dataset-dora-sim", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="node", required=True)
     f = sub.add_parser("follower")
@@ -80,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     ld.add_argument("--cancel-first", action="store_true")
     ld.add_argument("--warmup", type=float, default=float(os.getenv("WARMUP_SECONDS", "1.0")),
                     help="seconds between every node being live and the first command")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         from dora import Node
