@@ -53,7 +53,7 @@ MEANING_FAULTS = (
     "sidecar_seed_changed",  # the sidecar's recorded seed input another one
 )
 #: faults of the keys metadata.yaml declares (issue 26 item 4), each caught by the check that re-derives
-#: the key (see docs/guarantees.md, "Every key we write"); planted with ``reseal=True`` like the above
+#: the key (see docs/guarantees/keys.md, "Every key we write"); planted with ``reseal=True`` like the above
 KEY_FAULTS = (
     "K_wrong",                 # simulation.cameras.head.K: focal lengths 2 % long (the K a user projects with)
     "perception_size_wrong",   # equipment.perceptions.cameras.head: width 16 px more than the frames have

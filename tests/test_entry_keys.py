@@ -1,5 +1,5 @@
 """Every key the project writes into metadata.yaml is re-derived by a check, or declared unverifiable
-(docs/guarantees.md, "Every key we write"; issue 26 item 4).
+(docs/guarantees/keys.md, "Every key we write"; issue 26 item 4).
 
 Each fault of ``corrupt.KEY_FAULTS`` writes one key wrong, with the manifests re-sealed (only a check of
 meaning can see it); it must fail the check that re-derives that key, naming the episode, and the clean

@@ -18,7 +18,7 @@ Rows (each a dataset built once per session, on first use):
   ``observation_timestamp``, commands and JPEG frames by dora's datetime stamps).
 * A ``Recorder`` episode of one arm of a bimanual OpenArm (the right arm of the same episodes, head and
   right wrist cameras): the validator accepts a one-arm recording of a two-arm embodiment (a component no
-  episode stores needs no rate; decided in issue 26, docs/guarantees.md "Live recorder").
+  episode stores needs no rate; decided in issue 26, docs/guarantees/resume.md "Live recorder").
 
 The rendered and rolled-out datasets carry their sidecars and are judged as simulated data (every
 ``sim_*`` check); the recorders' output is recorded data (warnings allowed only where their row says).

@@ -1,6 +1,6 @@
 """Porting openarm_dataset 0.4.0 code: its README examples run against this package with only the import
 changed, and every value they show is compared with what openarm_dataset itself returns on the same
-fixtures in the same run. Then the drop-in pieces one by one (docs/porting.md lists what differs)."""
+fixtures in the same run. Then the drop-in pieces one by one (docs/guides/porting.md lists what differs)."""
 
 from __future__ import annotations
 

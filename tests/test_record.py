@@ -113,6 +113,22 @@ def test_recorded_episodes_validate_and_read_back_exactly(tmp_path):
     assert ds.load_cameras(0)["head"].get_frame(3).read_bytes() == jpeg(30)
 
 
+def test_a_relative_path_is_the_callers_after_a_chdir(tmp_path, monkeypatch):
+    """The writer forks from a zygote that keeps the working directory it started in: a Recorder opened
+    with a relative path after the caller changed directory writes there, not into the zygote's."""
+    with Recorder(tmp_path / "first", metadata()) as rec:  # the zygote starts here, in the test's cwd
+        ep = rec.start_episode(0)
+        record(ep, T0, 50)
+        ep.save(success=True)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with Recorder("relative", metadata()) as rec:
+        ep = rec.start_episode(0)
+        record(ep, T0, 50)
+        ep.save(success=True)
+    assert Dataset(tmp_path / "elsewhere" / "relative").episode_ids == ["0"]
+
+
 def test_one_arm_of_a_bimanual_embodiment_recorded_validates(tmp_path):
     """Issue 26: an OpenArm embodiment has two arms; a recording of the right arm alone writes
     frequencies for what it recorded only, and the validator accepts it (a component no episode stores

@@ -1,5 +1,5 @@
 """What a recording cannot show (issue 26 item 5), slow: the smallest fault of each class that
-docs/guarantees.md ("What a recording cannot show") states the validator finds in recorded data (no
+docs/guarantees/recordings.md ("What a recording cannot show") states the validator finds in recorded data (no
 sidecar), planted by tools/measure_recording_limits.py into the tests' generated dataset stripped of its
 sidecars (the data the table was measured on), is found by the check the table names; the classes the
 table calls invisible leave every check passing at the largest size tried."""

@@ -246,23 +246,6 @@ def test_without_torch_the_import_is_one_line_naming_pip():
     importlib.import_module("openarm_sim_dataset")  # the core is unaffected
 
 
-@pytest.mark.slow  # a training loop with two DataLoader workers
-def test_the_readme_training_loop_runs(generated, tmp_path):
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Training with PyTorch"):]
-    block = section[section.index("```python\n") + 10:]
-    block = block[:block.index("```")]
-    assert "DataLoader" in block and block.count("\n") <= 14
-    script = tmp_path / "example.py"
-    script.write_text(block.replace("path/to/dataset", str(generated)) + "\nprint('loss', float(loss))\n")
-    env = dict(SUBPROCESS_ENV, OPENARM_SIM_STATS_CACHE=str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert np.isfinite(float(r.stdout.split()[-1]))
-    assert len(list((tmp_path / "cache").glob("*.json"))) == 1  # the statistics went to the cache, not the dataset
-
-
 def test_planar_decode_equals_the_transposed_decode_and_fails_alike():
     import io
 

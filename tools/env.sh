@@ -41,7 +41,7 @@ fi
 # holds more, e.g. the test extra when the quick start asks for viz, is used as it is)
 _env_extra="${ENV_EXTRA:-test}"
 case "$_env_extra" in
-  test) _env_mods="'openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch', 'gymnasium', 'dora', 'robot_eval_logger', 'importlinter', 'ruff'" ;;
+  test) _env_mods="'openarm_sim_dataset', 'pytest', 'xdist', 'openarm_dataset', 'matplotlib', 'rerun', 'ray', 'torch', 'gymnasium', 'dora', 'robot_eval_logger', 'importlinter', 'ruff', 'sybil', 'mkdocs', 'material', 'mkdocstrings_handlers.python', 'mkdocs_gen_files'" ;;
   viz) _env_mods="'openarm_sim_dataset', 'matplotlib'" ;;
   *) echo "tools/env.sh: ENV_EXTRA must be test or viz, not '$_env_extra'" >&2; return 1 2>/dev/null || exit 1 ;;
 esac

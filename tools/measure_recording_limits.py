@@ -9,7 +9,7 @@ cameras ``head`` and ``wrist_right``; default: ``dataset-generate --episodes 2 -
 test fixtures are made of). Each class plants its fault into episode 0 of a copy, at sizes of a
 decreasing ladder, re-seals the manifests (so ``integrity`` cannot be what finds it), runs every check
 and records which check failed or warned; the ladder stops after two sizes in a row that nothing found.
-Prints a Markdown table (docs/guarantees.md, "What a recording cannot show") and, with ``--json``, the
+Prints a Markdown table (docs/guarantees/recordings.md, "What a recording cannot show") and, with ``--json``, the
 figures. :func:`plant` is what tests/test_recording_limits.py plants.
 """
 

@@ -27,7 +27,7 @@ stops (no more samples) and which is committed once they are stored (at most
 ``DOCKER_IMAGE`` (rollout: ``model.docker_image``), or the same as ``--options``; frequencies
 declared from the dataflow's timers, replaced by the measured ones as episodes are saved.
 
-**What differs, on purpose** (docs/porting.md): episodes are committed atomically with their
+**What differs, on purpose** (docs/guides/porting.md): episodes are committed atomically with their
 manifest before they are listed; an episode interrupted by a kill is removed when the node starts
 again and its id is free; ``start`` while recording, an ``episode_number`` already used, a bad
 message or a command without an episode are logged and skipped (the reference raises and the node

@@ -173,7 +173,7 @@ class Recorder:
             os.set_blocking(msg_w, False)
             zyg = zygote()
             args = (str(self.root), self.camera_format, capacity, slots, self.stale_after_s, self.encoder_threads,
-                    self.jpeg_quality)
+                    self.jpeg_quality, os.getcwd())
             proc = WriterProcess(zyg, zyg.fork_writer(args, [self._lock.fd, ring_fd, msg_r, rep_w]))
             ring = Ring(ring_fd, capacity, slots)
         except BaseException:

@@ -67,9 +67,11 @@ class _WEpisode:
 
 
 def writer_main(root: str, camera_format: str, capacity: int, slots: int, stale_after_s: float | None,
-                encoder_threads: int, jpeg_quality: int, lock_fd: int, ring_fd: int, msg_fd: int,
+                encoder_threads: int, jpeg_quality: int, cwd: str, lock_fd: int, ring_fd: int, msg_fd: int,
                 reply_fd: int) -> None:
-    """Body of the writer process."""
+    """Body of the writer process. ``cwd``: the recorder's working directory when it opened ``root``
+    (the zygote it forks from keeps the one it started in: a relative ``root`` means the caller's)."""
+    os.chdir(cwd)
     _yield_to_the_caller()
     _Writer(Path(root), camera_format, capacity, slots, stale_after_s, encoder_threads, jpeg_quality,
             lock_fd, ring_fd, msg_fd, reply_fd).run()

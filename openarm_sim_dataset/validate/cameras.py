@@ -221,8 +221,22 @@ def _view_change(view, a: int, b: int, depth_m: float) -> float:
 
 
 def check_camera_frozen(ctx: Context) -> Outcome:
-    """No camera shows one unchanging image for ``frozen_seconds`` or more while something it could
-    see moved (its view in the sidecar, else its own arm for a wrist camera, any arm for the others)."""
+    """No camera shows an unchanging image for `frozen_seconds` (1 s by default) or longer while something
+    it could see moved. Unchanging: consecutive frames byte-identical, or differing by at most
+    `frozen_noise_floor` (0.1 grey levels by default) in mean absolute difference.
+
+    What the camera could see: in simulated data (the episode's sidecar holds this camera's depth and
+    label frames) its view itself, which moved when, against the run's first frame, more than
+    `frozen_view_fraction` (0.01 by default: 1 %) of its pixels changed their label, or their depth by
+    more than `frozen_depth_m` (5 mm by default); in recorded data the arms, some joint moving more than
+    `frozen_motion` (0.02 rad by default): for a wrist camera `wrist_<side>` a joint of its own arm (obs
+    `arms/<side>/qpos`), for any other camera a joint of any arm. A simulated episode whose sidecar frames
+    do not match the camera's stamps is judged on the arms too.
+
+    A still view (the wrist camera of an arm that rests while the other arm works) is not frozen: such
+    long runs are counted in the detail, not failed. The difference is taken on every other pixel row and
+    column. A `skip` (not applicable) when the dataset has no camera. Each frozen run is a timed finding
+    (its first to its last frame)."""
     scans = scan(ctx)
     if not scans:
         return Outcome(True, "no cameras", skipped=True, applicable=False)
@@ -311,7 +325,16 @@ def continuity_scores(thumbs: np.ndarray, floor: float) -> tuple[np.ndarray, np.
 
 
 def check_camera_continuity(ctx: Context) -> Outcome:
-    """No frame that does not belong between its neighbours (module docstring)."""
+    """Every inner frame of every camera belongs between its two neighbours: no frame is both more than
+    `continuity_min_grey` (4 grey levels by default) from each neighbour and farther from the nearer one
+    than `continuity_ratio` (3 by default) times the neighbours' distance to each other (that distance
+    taken as at least `continuity_floor`, 1 grey level by default).
+
+    Distances are mean absolute differences of 16x12 grey thumbnails (block means of the luma), so every
+    image size compares alike and JPEG noise barely counts. Motion adds up: a frame of a moving scene is
+    at most about as far from each neighbour as they are from each other. The first and last frames have
+    one neighbour and are not judged; no sidecar is needed. A `skip` (not applicable) when no camera has
+    three or more decodable frames. Each frame out of place is a timed finding."""
     scans = scan(ctx)
     t = ctx.t
     bad, findings, judged, worst, worst_where, found = set(), [], 0, 0.0, "", []
@@ -405,7 +428,27 @@ def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_
 
 
 def check_camera_joint_timing(ctx: Context) -> Outcome:
-    """Each camera's pictures move when the joints it sees move, in time (module docstring)."""
+    """Each camera's pictures move when the joints it sees move, in time: no lag outside the allowed ones
+    correlates with the image motion better than every allowed lag by more than `timing_margin` (0.1 by
+    default; more for a camera with few frames). Allowed are lags within `camera_lag_tolerance_periods`
+    (1 by default) camera periods either way in simulated data, and in recorded data from that lead up to
+    `camera_max_latency_seconds` (0.3 s by default) of latency.
+
+    Per camera and episode, the image motion between consecutive frames (mean absolute difference per
+    second) is rank-correlated with the motion of the joints the camera sees over the same interval
+    (joints 1-7 of its own arm for a wrist camera `wrist_<side>`, of every arm for any other camera),
+    shifted by lags up to `camera_max_lag_seconds` (1.5 s by default) in steps of
+    `camera_lag_step_seconds` (0.02 s by default, at most half a camera period). The margin required is
+    the larger of `timing_margin` and one over the square root of the number of frames (the standard
+    error of such a correlation), and the better lag must reach `timing_min_corr` (0.5 by default). The
+    detail reports each camera's best lags (positive: the pictures show the motion that much later).
+
+    In recorded data a clearly better lag beyond the allowed latency is a `warn` (a slow camera, still
+    usable); a clearly better lead (pictures before the motion) fails. Not judged: cameras with fewer than `timing_min_frames` (12 by
+    default) frames or spanning less than twice the lag range plus one second, cameras whose joints move
+    no more than `follow_motion` (0.05 rad by default), and cameras whose best correlation stays below
+    `timing_min_corr`. No sidecar is needed. A `skip` (not applicable) when no camera has enough frames
+    over a long enough span and sees an arm stream."""
     scans = scan(ctx)
     t = ctx.t
     meta = ctx.ds.meta

@@ -4,6 +4,7 @@ computed episode by episode). Every check module builds on this one; the runner 
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -224,6 +225,14 @@ class EpisodeCheck:
     reduce: Callable[[Context, object, dict], Outcome]
     prepare: Callable[[Context], object] | None = None
     select: Callable[[Context], list[str]] = lambda ctx: list(ctx.episodes)
+    #: what the check proves, as a function's docstring would say it (the check reference prints it);
+    #: default: the docstring of ``reduce``, the function that makes the row
+    doc: str = ""
+
+    def __post_init__(self):
+        doc = inspect.cleandoc(self.doc) if self.doc else inspect.getdoc(self.reduce)
+        if doc:
+            object.__setattr__(self, "__doc__", doc)
 
     def __call__(self, ctx: Context) -> Outcome:
         prep = self.prepare(ctx) if self.prepare else None

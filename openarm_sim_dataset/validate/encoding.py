@@ -62,7 +62,16 @@ def _differs(sig: tuple, ref: tuple) -> str:
 
 
 def check_jpeg_encoding(ctx: Context) -> Outcome:
-    """Every camera's frames share one encoding across the checked episodes (module docstring)."""
+    """Every camera's JPEG frames are encoded one way across its frames and episodes: one image size, one
+    colour mode, one chroma subsampling and one set of quantisation tables (one quality).
+
+    Only the headers are read, no pixel is decoded. The encoding most of a camera's frames share is the
+    camera's; an episode holding a frame encoded otherwise fails, naming the frame and what differs. A
+    camera whose encoder varies from frame to frame (more distinct encodings than 2 or than 10 % of its
+    frames, whichever is more, as some hardware MJPEG cameras adapt their tables to the scene) is a
+    `warn` for all its episodes: no frame stands out. When the dataset is validated in groups of
+    episodes, frames are compared within each group. A frame whose headers cannot be read is
+    `jpeg_frames`' concern; a `skip` (not applicable) when no frame is readable."""
     per_camera: dict[str, list[tuple[str, int, tuple]]] = {}
     known: dict[bytes, tuple] = {}  # header bytes (up to the scan) -> encoding: PIL parses each distinct header once
     for ep in ctx.episodes:

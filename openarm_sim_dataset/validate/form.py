@@ -21,6 +21,13 @@ from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
 
 def check_metadata(ctx: Context) -> Outcome:
+    """The dataset's metadata.yaml lists at least one task and declares a rate (a frequency, Hz) for every
+    camera and for every obs and action stream that some episode stores.
+
+    A component that no episode stores (one arm of a bimanual embodiment recorded alone) needs no rate:
+    the detail lists it as not recorded. A dataset of the unversioned layout declares no rates; only its
+    tasks are checked. This row reads no episode's files and runs once on the whole episode list, also
+    when the dataset is validated in groups of episodes."""
     meta = ctx.ds.meta
     problems = []
     if not meta.tasks:
@@ -52,6 +59,12 @@ def _stored_anywhere(ctx: Context, kind: str, embodiment: str, component: str | 
 
 
 def check_episode_folders(ctx: Context) -> Outcome:
+    """Every episode that metadata.yaml lists has its folder under `episodes/`, everything under
+    `episodes/` is a listed episode's folder, and no `.tmp-` folder of an uncommitted write is left.
+
+    The detail names the missing, unlisted and leftover folders; an unlisted or leftover folder fails
+    the row without failing any episode. Runs once on the whole episode list, also when the dataset is
+    validated in groups of episodes."""
     root = ctx.ds.root / layout.EPISODES_DIR
     listed = set(ctx.ds.episode_ids)
     present = {e.name for e in os.scandir(root)} if root.is_dir() else set()
@@ -76,6 +89,11 @@ def _parquet_files(ctx: Context, ep: str) -> list:
 
 
 def check_parquet_schema(ctx: Context) -> Outcome:
+    """Every parquet file of every episode's obs and action streams is readable, has a `timestamp`
+    column of type `timestamp[ns]` and stores every other column as `list<float32>`, and every
+    episode's streams load.
+
+    The detail counts the files and names the first problem (the file, the column and the type found)."""
     bad, files, problems = set(), 0, []
     for ep in ctx.episodes:
         for path in _parquet_files(ctx, ep):
@@ -115,6 +133,11 @@ def _each_stream(ctx: Context):
 
 
 def check_nulls(ctx: Context) -> Outcome:
+    """No value of any obs or action stream is null or NaN, found by reading every value rather than
+    trusting the parquet statistics.
+
+    Each file holding a null is also reported on a line of its own (`<file>: includes null values`, in
+    the words of `openarm_dataset`'s validator)."""
     bad, values, first = set(), 0, None
     for ep, kind, key, s in _each_stream(ctx):
         values += s.values.size
@@ -137,6 +160,12 @@ def _relative(ctx: Context, path) -> str:
 
 
 def check_qpos_jumps(ctx: Context) -> Outcome:
+    """No joint among joints 1-7 of any `qpos` stream (obs and action) changes by more than
+    `max_joint_step` (0.3 rad by default) between consecutive samples.
+
+    Across an interval of several median periods (dropped samples, which `timestamps` counts) the change
+    is divided by the number of periods, so the limit holds per period. Each jump is a timed finding at
+    the sample after it."""
     bad, worst, first, found = set(), 0.0, None, []
     for ep, kind, key, s in _each_stream(ctx):
         if not key.endswith("/qpos") or len(s) < 2:
@@ -179,6 +208,12 @@ def openarm_joint_limits() -> dict[str, np.ndarray] | None:
 
 
 def check_joint_limits(ctx: Context) -> Outcome:
+    """Joints 1-7 of every arm's `qpos` stream (obs and action, key `<embodiment>/<side>/qpos`) stay
+    within the OpenArm joint limits, widened by `joint_limit_margin` (0.05 rad by default).
+
+    The limits are read from the OpenArm model of the `openarm-mujoco` package (MuJoCo's limits are
+    soft, hence the margin). Without that package the limits are unknown: a `skip` of a check that
+    applies (a failure under `--strict`)."""
     limits = openarm_joint_limits()
     if limits is None:
         return Outcome(True, "openarm-mujoco not installed: limits unknown", skipped=True)
@@ -200,6 +235,10 @@ def check_joint_limits(ctx: Context) -> Outcome:
 
 
 def check_pose_quaternions(ctx: Context) -> Outcome:
+    """Every quaternion of every `pose` stream (the four values after the position) has unit norm within
+    `quat_norm_tolerance` (0.001 by default).
+
+    A `skip` (not applicable) when the dataset has no pose stream."""
     bad, n, worst = set(), 0, 0.0
     for ep, _kind, key, s in _each_stream(ctx):
         if not key.endswith("/pose"):
@@ -216,11 +255,14 @@ def check_pose_quaternions(ctx: Context) -> Outcome:
 
 
 def check_episode_length(ctx: Context) -> Outcome:
-    """Every episode spans at least ``min_duration`` s, but an attempt its entry lists as unrecorded:
-    ``steps: 0`` (e.g. outcome ``ik_failed``: no plan from the drawn start, so the arm never moved) with
-    at most one row in every stream. Such an attempt stays listed so that success rates count it (34
-    of 2,000 pick_place episodes of seed 3) and ids stay contiguous for resume and sharding; an entry
-    claiming 0 steps over streams that hold more, or a short episode claiming more, still fails."""
+    """Every episode spans at least `min_duration` (0.25 s by default), measured on its shortest stream,
+    except an attempt its metadata entry lists as unrecorded: `steps: 0` with at most one row in every
+    stream.
+
+    Such an attempt (a generated episode whose planner found no plan from the drawn start, outcome
+    `ik_failed`: the arm never moved) stays listed so that success rates count it and episode ids stay
+    contiguous for resume and `--episode-range` shards; the detail counts it. An entry saying
+    `steps: 0` over streams that hold more than one row is judged on its length like any other."""
     bad, shortest, unrecorded = [], None, []
     for ep in ctx.episodes:
         spans, rows = [], []
@@ -246,6 +288,10 @@ def check_episode_length(ctx: Context) -> Outcome:
 
 
 def check_cameras_present(ctx: Context) -> Outcome:
+    """Every camera the dataset declares has at least one frame in every episode, and every episode's
+    cameras can be read.
+
+    The detail counts the cameras and frames and names the first empty or unreadable camera."""
     bad, problems, frames = set(), [], 0
     for ep in ctx.episodes:
         cams = ctx.cameras(ep)
@@ -262,6 +308,13 @@ def check_cameras_present(ctx: Context) -> Outcome:
 
 
 def check_jpeg_frames(ctx: Context) -> Outcome:
+    """Every camera frame of every episode decodes as a JPEG, and all frames of one camera have one image
+    size: the one `equipment.perceptions.cameras` declares for it, where it declares one.
+
+    Where no size is declared, the size found in the most episodes is the camera's and an episode with
+    frames of another size fails; when the dataset is validated in groups of episodes, that comparison
+    is made within each group (the declared size is checked everywhere). Each frame that does not decode
+    is a timed finding."""
     results = [(ep, name, shp, err, t) for (ep, name), sc in scan(ctx).items()
                for shp, err, t in zip(sc.shapes, sc.errors, sc.timestamps.tolist())]
     bad, problems, sizes, found = set(), [], {}, []
@@ -307,6 +360,11 @@ def _declared_size(declared, name: str) -> tuple[int, int] | None:
 
 
 def check_camera_span(ctx: Context) -> Outcome:
+    """Every camera frame of every episode is stamped inside the span its state streams share (from their
+    latest first sample to their earliest last one), widened at each end by the longest median interval
+    of those streams.
+
+    A camera that starts late or stops early inside that span is `camera_coverage`'s concern."""
     bad, first = set(), None
     for ep in ctx.episodes:
         cams = ctx.cameras(ep)

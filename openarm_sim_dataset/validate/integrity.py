@@ -15,6 +15,13 @@ from .check import Context, Outcome
 
 
 def check_integrity(ctx: Context) -> Outcome:
+    """Every file of every episode is the one its manifest (`manifest.sha256`) lists, by SHA-256 and by
+    size: no file changed, missing or added since the episode was committed.
+
+    A `skip` when no episode has a manifest (a dataset written by another tool: nothing to verify
+    against); that skip is one of a check that applies, a failure under `--strict`. When some episodes
+    have one, an episode without one fails, as does a manifest that cannot be read. A missing episode
+    folder is `episode_folders`' concern. Runs under `--quick` too."""
     root = ctx.ds.root
     have, without, problems, bad = [], [], [], set()
     for ep in ctx.episodes:

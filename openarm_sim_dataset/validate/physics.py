@@ -85,7 +85,19 @@ def qvel_figures(t_ns: np.ndarray, q: np.ndarray, v: np.ndarray, window_s: float
 
 
 def check_qvel_consistency(ctx: Context) -> Outcome:
-    """Obs qvel of each arm against the motion of its obs qpos (module docstring)."""
+    """Each arm's obs `qvel` agrees with the motion of its obs `qpos`: over windows of
+    `qvel_window_seconds` (0.1 s by default) in which a joint moves more than `qvel_motion` (0.01 rad by
+    default), the integral of qvel correlates at least `qvel_min_corr` (0.9 by default) with the qpos
+    displacement, and their median ratio lies within a factor `qvel_scale_tolerance` (1.5 by default)
+    of 1.
+
+    Integrating qvel (trapezoid rule on the real stamps) rather than differentiating qpos keeps the
+    comparison robust to jitter, dropped samples and a qpos held between updates; the windows of all
+    joints of a stream are pooled. A correlation that strong with a ratio beyond the factor or of the
+    opposite sign fails, and so does a correlation of minus `qvel_min_corr` or below; a weaker
+    correlation is a `warn` (qvel does not follow qpos at all: kept as a finding, the episode stays
+    usable). Only qpos and qvel with the same stamps are compared. A `skip` (not applicable) when no
+    obs arm stream has both and moves. Recorded and simulated data are judged alike."""
     t = ctx.t
     bad, warned, findings, warn_first, streams, corrs, ratios = set(), set(), [], None, 0, [], []
     for ep in ctx.episodes:
@@ -215,7 +227,19 @@ def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
 
 
 def check_action_follows_obs(ctx: Context) -> Outcome:
-    """Each moving obs joint follows its own commanded joint (module docstring)."""
+    """Each moving obs joint follows its own commanded joint in the action stream: for every joint whose
+    obs or command moves more than `follow_motion` (0.05 rad by default), the obs range is within a
+    factor `follow_scale_tolerance` (3 by default) of the command's, it correlates positively with its own
+    command at the best lag within `follow_max_lag_seconds` (0.5 s by default), and no other commanded
+    column of either arm matches it better by more than `follow_margin` (0.1 by default).
+
+    Both arms' obs and action `qpos` are resampled onto one 50 Hz grid over their common span and their
+    increments are cross-correlated (obs lagging its command is a positive lag). A joint that moves under
+    a held command (one moving at most `follow_motion`) was knocked by the other arm or a cube and
+    springs back: it passes unless its obs stays more than `follow_motion` from its median for
+    `follow_held_seconds` (1 s by default) or more in all; the detail counts such joints. Episodes whose
+    common span is shorter than four lag windows (about 2 s by default) are not compared. A `skip` (not
+    applicable) when no episode has obs and action arm qpos that move."""
     t = ctx.t
     bad, first, episodes = set(), None, 0
     ratios, owns, margins, lags, knocked = [], [], [], [], []
@@ -290,7 +314,14 @@ def episode_digest(streams, entry: dict, initial_state) -> str | None:
 
 
 def _duplicates_reduce(ctx: Context, _prep, digests: dict) -> Outcome:
-    """No two checked episodes with byte-identical streams; the copies after the first (id order) fail."""
+    """Every episode's content is its own: no two episodes share the SHA-256 of their obs and action
+    streams (keys, shapes, timestamps and values) and, for simulated episodes, of their initial state.
+
+    Of identical episodes the first in id order passes and every later one fails. Digests are compared
+    across the whole dataset, also when it is validated in groups of episodes. Two real recordings never
+    share their stamps, and two simulated episodes whose arms do the same differ in where the scene
+    started; a visual variant of `dataset-render`, which shares its source's physics by design, is told
+    apart by its `render_source`. An episode whose streams cannot be read, or are empty, is not compared."""
     groups: dict[str, list[str]] = {}
     for ep, digest in digests.items():
         if digest is not None:

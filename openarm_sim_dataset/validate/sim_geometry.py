@@ -75,6 +75,15 @@ def _geometry_episode(ctx: Context, ep: str, prep=None) -> list[float] | ModelPr
 
 
 def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """The stored depth, K and camera poses put the floor and the table top where the model has them: for
+    every camera of every episode, the floor and table pixels back-projected with their depth, the
+    declared K (`simulation.cameras.<camera>.K`) and the frame's camera pose from the sidecar lie at a
+    median distance of at most `plane_error` (1 mm by default) from their planes.
+
+    The planes' heights come from the episode's own model (a randomised episode's included). A `skip`
+    (not applicable) for a physics-only dataset (no cameras recorded). A dataset in which no floor or
+    table pixel is seen at all fails. An episode whose model cannot be rebuilt as recorded fails;
+    episodes without a usable sidecar are `sim_episodes`' concern."""
     if not recorded_cameras(ctx):
         return physics_only(ctx)
     parts, bad, problems = split_model_problems(parts)
@@ -164,6 +173,17 @@ def _reprojection_episode(ctx: Context, ep: str, cam: str | None) -> tuple[list[
 
 
 def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
+    """Each cube's centre, projected into the fixed camera with the declared K and the sidecar's camera and
+    object poses, lands within `reprojection_px` of the centroid of the cube's label mask in every frame
+    where that mask can be measured: 2 px by default at 160x120, in proportion to the image diagonal
+    above that size (4 px at 320x240).
+
+    The fixed camera is `head`, else the first camera that is not a wrist camera. A mask is measured when
+    it is unoccluded (at least 80 % of the cube's median mask size in the episode, and at least 20 px at
+    160x120, in proportion to the image area, never fewer than 4) and clear of the image border. A
+    `skip` (not applicable) without a fixed camera, so also for a physics-only dataset; when no mask of
+    any episode can be measured, a `skip` of a check that applies (a failure under `--strict`). An
+    episode whose model cannot be rebuilt as recorded fails."""
     if cam is None:
         return Outcome(True, "no fixed camera", skipped=True, applicable=False)
     parts, bad, problems = split_model_problems(parts)
@@ -229,6 +249,16 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
 
 
 def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
+    """In each wrist camera, the red cube's centre, projected with the declared K and the sidecar's camera
+    and object poses, lands on the red cube's own label in more than `wrist_hit_fraction` (0.9 by default:
+    90 %) of the frames where it is in view, per episode and camera.
+
+    In view: in front of the camera, inside the image, and not behind something nearer than the cube's
+    nearest surface by the stored depth (a randomised episode's cube size from its own model). A `skip`
+    (not applicable) without a wrist camera (so also for a physics-only dataset), and when the cube is
+    never in view in a dataset recorded live in a dataflow or in a policy's rollout (the operator or the
+    policy decides where the wrist looks). In a generated dataset, a cube never in view of any wrist
+    camera fails every episode. An episode whose model cannot be rebuilt as recorded fails."""
     if not cams:
         return Outcome(True, "no wrist camera", skipped=True, applicable=False)
     parts, bad, problems = split_model_problems(parts)

@@ -146,6 +146,18 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
 
 
 def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """Each episode folder holds the episode its metadata entry describes: its task, arms and seed inputs
+    (and `initial_cubes` and `task_index`, where the entry has them) are the ones the dataset's seed
+    draws for the entry's `seed_inputs.index`; the entry's `steps` is the sidecar's number of physics
+    steps; the sidecar's own `episode` record equals the entry; and the sidecar's `initial_state` is, bit
+    for bit, the state that index's parameters set on the episode's model.
+
+    The initial-state comparison needs no sidecar schema 2, so an episode folder copied over another
+    fails whatever its age; a schema-1 sidecar has no `episode` record (the detail counts it). A
+    `task_index` that differs from the drawn one under the entry's `relabelled` mark (set by hand with
+    `dataset-edit --force`) is reported in the detail, not failed. An episode without a usable sidecar,
+    or whose model cannot be rebuilt as recorded, fails. A `skip` (not applicable) for a dataset recorded
+    live in a dataflow (`simulation.source: dataflow`): it has no seed to draw from."""
     parts, bad, problems = split_model_problems(parts)
     n = recorded = 0
     first = None
@@ -282,6 +294,23 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
 
 
 def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """Each episode's `success`, `outcome` and `knocked_over` in metadata.yaml are what its own task's
+    success rule gives: the task's controller (the code generation ran) judges again the state replayed
+    from `initial_state` to the judged step, with the history the sidecar's `judge` record holds (forced
+    outcome, lost phase, lifted). That history agrees with the stored frames: an object said to be lifted
+    is at least 4 cm above its pick height in some frame, one said never picked never more than 3 cm.
+
+    The judged step must be the episode's last physics step (a timeout records none). The lift is not
+    looked for in an episode trimmed by `dataset-edit`, whose frames may no longer show it. A label that
+    differs from the rule's under its entry's `relabelled` mark (set by hand with `dataset-edit --force`)
+    is reported in the detail, not failed. A policy's rollout (`dataset-evaluate`, no `judge` record) is
+    judged by its task's state-only rule on the state after its last physics step, and its `success_any`
+    must agree too.
+
+    A schema-1 sidecar records no judge facts: its episode is not judged, and a dataset of only such
+    episodes is a `skip` of a check that applies (a failure under `--strict`). An episode without a
+    usable sidecar, or whose model cannot be rebuilt as recorded, fails. A `skip` (not applicable) for a
+    dataset recorded live in a dataflow (`simulation.source: dataflow`): no task rule judged it."""
     parts, bad, problems = split_model_problems(parts)
     first, old, judged, successes, hand = None, [], 0, 0, []
     for ep, part in parts.items():

@@ -124,6 +124,19 @@ def _provenance_episode(ctx: Context, ep: str, prep: tuple[bool, str]) -> tuple[
 
 
 def _provenance_reduce(ctx: Context, prep: tuple[bool, str], parts: dict) -> Outcome:
+    """The dataset's model and every episode's model are the ones recorded. The model rebuilt from the
+    stored scene has the recorded `model_sha256`, simulator, MuJoCo version and timestep, and the camera
+    descriptions of metadata.yaml (K and sizes in `simulation.cameras`, sizes in
+    `equipment.perceptions.cameras`) are those of the cameras the images were drawn with. Each randomised
+    episode's variation is recorded alike in its metadata entry and its sidecar, is the one its seed
+    draws under the dataset's `randomization` mode, and rebuilds a model with the episode's recorded
+    `model_sha256` and the declared K.
+
+    K must equal, within 1e-9 px, the K the model's field of view gives at the scene's image size. When
+    the model hash differs the detail names the asset files that changed. A visual variant of
+    `dataset-render` is held to its own draw. In a randomised dataset an episode without a recorded
+    variation fails. If the dataset's model cannot be rebuilt as recorded, or its camera descriptions
+    differ, every episode fails."""
     ok, detail = prep
     if not ok:
         return Outcome(False, detail, list(ctx.episodes))

@@ -72,6 +72,16 @@ def _render_episode(ctx: Context, ep: str, r) -> tuple | ModelProblem | None:
 
 
 def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
+    """Every stored camera frame is what the episode's state draws: rendered again from its stored
+    integration state on the episode's model and re-encoded at the recorded JPEG quality, it equals the
+    stored JPEG byte for byte when this machine's GL renderer is the recording's. On another GL renderer
+    the comparison is approximate, and the detail says so: the decoded pixels reach a PSNR of at least
+    `render_psnr_db` (25 dB by default).
+
+    Every `sim_render_stride`-th frame is rendered (1 by default: every frame). A camera's frame stamps
+    must equal the sidecar's `frame_timestamp`. A `skip` (not applicable) for a physics-only dataset (no
+    cameras recorded). An episode without a usable sidecar, or whose model cannot be rebuilt as recorded,
+    fails."""
     if not recorded_cameras(ctx):
         return physics_only(ctx)
     sim = sim_block(ctx)
@@ -110,6 +120,15 @@ check_sim_render = EpisodeCheck(_render_episode, _render_reduce,
 
 
 def check_sim_regenerate(ctx: Context) -> Outcome:
+    """Each episode named with `--regenerate ID`, generated again from its seed inputs with the dataset's
+    recorded configuration, equals the stored one array for array: every sidecar and frames array, every
+    obs and action stream (values and stamps), every camera's JPEG bytes, and the entry's `attempts` and
+    `arm_contacts` (which only running the controller again shows).
+
+    Camera images are compared byte for byte, so on a GL renderer other than the recording's they
+    differ. An episode trimmed by `dataset-edit` is compared with the regenerated episode cut as its
+    `trim` record says. Slow: one whole generation per episode. A `skip` (not applicable) when no episode
+    is requested, and for a dataset recorded live in a dataflow (no generator to run again)."""
     if not ctx.regenerate:
         return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
 

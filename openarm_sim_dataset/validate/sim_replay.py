@@ -103,8 +103,24 @@ def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
                    bad + missing)
 
 
+_REPLAY_FAILURES = """A failure names the episode, the first frame that differs, the parts of the state that do, and which
+packages or CPU differ from the recorded provenance. An episode without a usable sidecar, or whose model cannot
+be rebuilt as recorded, fails."""
+
 # no prepare: each episode replays on its own model (the nominal one is compiled once per process)
-check_sim_replay = EpisodeCheck(lambda ctx, ep, prep: _replay_episode(ctx, ep, middle=False),
-                                lambda ctx, prep, parts: _replay_reduce(ctx, parts, middle=False))
-check_sim_resume = EpisodeCheck(lambda ctx, ep, prep: _replay_episode(ctx, ep, middle=True),
-                                lambda ctx, prep, parts: _replay_reduce(ctx, parts, middle=True))
+check_sim_replay = EpisodeCheck(
+    lambda ctx, ep, prep: _replay_episode(ctx, ep, middle=False),
+    lambda ctx, prep, parts: _replay_reduce(ctx, parts, middle=False),
+    doc="""Replaying each episode's recorded controls (`physics_ctrl`) from its `initial_state` on its own model
+    reproduces, at every stored frame, the whole stored MuJoCo integration state (`mjSTATE_INTEGRATION`: time,
+    qpos, qvel, act, warm start, ctrl, applied forces, ...) bit for bit, and the stored `qpos` and `qvel`: every
+    stored state is one a resume continues exactly from.
+
+    """ + _REPLAY_FAILURES)
+check_sim_resume = EpisodeCheck(
+    lambda ctx, ep, prep: _replay_episode(ctx, ep, middle=True),
+    lambda ctx, prep, parts: _replay_reduce(ctx, parts, middle=True),
+    doc="""Resuming each episode from its middle frame's stored integration state and replaying the recorded
+    controls reproduces every later stored frame's state, `qpos` and `qvel` bit for bit, to the end of the episode.
+
+    """ + _REPLAY_FAILURES)

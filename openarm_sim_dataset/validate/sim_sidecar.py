@@ -24,6 +24,11 @@ def _sidecar_problem(ctx: Context, ep: str, prep=None) -> str | None:
 
 
 def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """Every listed episode has a readable, well-formed simulation sidecar (`sim/sidecar.npz`: every array
+    present with its dtype and rank, their sizes agreeing wherever they recur, `frame_timestamp` strictly
+    increasing), and no unlisted episode folder holds one.
+
+    A folder of an uncommitted write (`.tmp-`) is `episode_folders`' concern."""
     missing = [ep for ep, problem in parts.items() if problem is not None]
     root = ctx.ds.root / layout.EPISODES_DIR
     # an uncommitted write's temporary folder (pathlib's * matches dot names) is episode_folders' finding
@@ -77,6 +82,13 @@ def _schema_episode(ctx: Context, ep: str, prep: tuple) -> tuple[str, str | None
 
 
 def _schema_reduce(ctx: Context, prep: tuple, parts: dict) -> Outcome:
+    """Every episode's sidecar holds every array with its dtype (float64, `frame_timestamp` int64) and the
+    shape the dataset's model gives (`qpos` nq wide, `qvel` nv, `physics_ctrl` nu, `state` and
+    `initial_state` the size of MuJoCo's integration state, a pose per camera and frame), and its
+    `frames.npz` holds, for every camera, `depth_<camera>` (float32) and `labels_<camera>` (uint8) as one
+    image of the scene's size per frame.
+
+    An episode without a usable sidecar fails."""
     shapes = prep[1]
     bad, first = [], None
     for ep, (kind, problem) in parts.items():
@@ -156,6 +168,16 @@ def _ranges_episode(ctx: Context, ep: str, prep=None) -> tuple[int, str | None] 
 
 
 def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """Every episode's sidecar is in range: its camera frames are a constant number of physics steps apart,
+    the number `simulation.camera_hz` and `simulation.timestep_s` make; every cube quaternion of
+    `object_pose` has unit norm within 1e-6; every depth pixel is finite and positive; every label pixel
+    is a known label (0 to 7: background, floor, table, robot, red, green and blue cube, tray).
+
+    The simulation block's rates must agree as well: `timestep_s` is the scene's timestep and, in a
+    generated dataset, every declared obs and action arm rate is `state_hz` and every declared camera
+    rate is `camera_hz` (a contradiction fails every episode). A dataset recorded live in a dataflow
+    declares the rates its recorder measured: only its frame interval is checked. Episodes without a
+    usable sidecar are `sim_episodes`' concern."""
     bad, first, frames = [], None, 0
     if prep and prep[1]:  # the rates every episode is read with
         return Outcome(False, "simulation block's rates contradict: " + "; ".join(prep[1][:3]), list(ctx.episodes))
@@ -222,6 +244,16 @@ def _streams_episode(ctx: Context, ep: str, prep: tuple) -> tuple[int, bool, int
 
 
 def _streams_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """The parquet streams are the physics the sidecar recorded: each arm's obs `qpos` row at a frame's
+    stamp equals, as float32, the sidecar's `qpos` of that arm's joints, and each action `qpos` row
+    equals, as float32, the control applied (`physics_ctrl`) to that arm's actuators at the physics step
+    its stamp falls in.
+
+    In a generated dataset every frame has its obs row and at most one action row lies outside the
+    sidecar's steps. A dataset recorded live in a dataflow may lack rows (the dataflow lost them:
+    `timestamps` counts the gaps) and begin or end a few samples off the simulation node's episode; the
+    detail counts such rows, and every row it has must still equal the physics. Episodes without a
+    usable sidecar are `sim_episodes`' concern."""
     bad, compared, first, missing, outside = [], 0, None, 0, 0
     for ep, part in parts.items():
         if part is None:
@@ -346,6 +378,16 @@ def _agrees_episode(ctx: Context, ep: str, prep=None) -> tuple[int, list[str]] |
 
 
 def _agrees_reduce(ctx: Context, prep, parts: dict) -> Outcome:
+    """Every fact the sidecar stores twice equals its twin bit for bit: `object_pose` equals the cubes'
+    free joints in `qpos`; `qpos` and `qvel` equal the stored state vector's; `time` equals `step` times
+    the timestep, and the state vector's time within 1e-9 s; each camera pose (`cam_pos_*`, `cam_mat_*`)
+    equals a kinematics pass of the stored state on the episode's model; `frame_timestamp` advances one
+    timestep per step and equals every camera's file stamps, one frame per sidecar row.
+
+    The state vector's time is MuJoCo's running sum of timesteps, hence its tolerance. The steps of an
+    episode trimmed by `dataset-edit` count from its trim record's first step. A failure names the
+    array, the first frame that differs and its twin. An episode without a usable sidecar, or whose
+    model cannot be rebuilt as recorded, fails."""
     parts, bad, problems = split_model_problems(parts)
     compared, first = 0, None
     for ep, part in parts.items():

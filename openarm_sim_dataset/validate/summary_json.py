@@ -20,6 +20,12 @@ from .check import Context, Outcome
 
 
 def check_episode_summary(ctx: Context) -> Outcome:
+    """Each episode's `summary.json`, which `dataset-info` reports from instead of reading the episode's
+    files, equals the summary derived again from those files with the function the writers use.
+
+    An episode without a summary (written by an older version or another tool) is counted, not failed:
+    `dataset-info` reads its files instead. A summary of another version of the document is counted and
+    not compared. A summary that cannot be read, or an episode whose files cannot be summarised, fails."""
     root = ctx.ds.root
     compared, without, other, bad, problems = 0, 0, 0, [], []
     for ep in ctx.episodes:

@@ -165,7 +165,23 @@ def _streams(ctx: Context):
 
 
 def check_timestamps(ctx: Context) -> Outcome:
-    """Every obs/action stream: stamps strictly increasing, rate and dropped samples (module docstring)."""
+    """Every obs and action stream of every episode has strictly increasing timestamps, a median interval
+    within `rate_tolerance` (0.05 by default: 5 %) of the period its declared rate gives, and no interval
+    longer than `gap_periods` (1.5 by default) periods.
+
+    Simulated data (an episode with `sim/sidecar.npz`) is timed exactly by construction: any gap or rate
+    mismatch fails. Recorded data (no sidecar, or a simulation recorded live in a dataflow,
+    `simulation.source: dataflow`) may drop samples: a gap stands for `round(interval / period) - 1`
+    dropped samples (at least one), and gaps within the budget are a `warn`: a dropped fraction (dropped
+    over stored plus dropped, per stream and episode) of at most `max_dropped_fraction` (0.5 by default)
+    and no interval longer than `max_gap_seconds` (1 s by default). Beyond the budget the episode fails.
+    A recorded median interval off the declared period is a `warn` too (every sample carries its stamp,
+    the declared rate is wrong), and a stream recorded at a steady slower rate has its gaps measured
+    against its own median interval.
+
+    Stamps that are not strictly increasing fail everywhere. A stream without a declared rate
+    (unversioned layout) is judged against its median interval. Each gap (from the last sample before it
+    to the first after it) and each stamp out of order is a timed finding."""
     meta = ctx.ds.meta
     tally = Tally()
     for ep, kind, key, s in _streams(ctx):
@@ -176,9 +192,17 @@ def check_timestamps(ctx: Context) -> Outcome:
 
 
 def check_camera_rate(ctx: Context) -> Outcome:
-    """Every camera of every episode: frame stamps strictly increasing, rate and dropped frames
-    (module docstring); a camera without a declared rate (unversioned layout) is judged against its
-    median interval."""
+    """Every camera of every episode has strictly increasing frame stamps, a median frame interval within
+    `rate_tolerance` (0.05 by default: 5 %) of the period its declared rate gives, and no interval longer
+    than `gap_periods` (1.5 by default) periods.
+
+    Judged as `timestamps` judges a stream: in simulated data (a sidecar, not recorded live in a
+    dataflow) any gap or rate mismatch fails; in recorded data a rate off the declared one is a `warn`,
+    and so are dropped frames within the budget (a dropped fraction of at most `max_dropped_fraction`,
+    0.5 by default, and no interval longer than `max_gap_seconds`, 1 s by default); beyond the budget the
+    episode fails. A camera without a declared rate (unversioned layout) is judged against its median
+    interval. A `skip` (not applicable) when no camera has two frames or more. Each gap and each stamp
+    out of order is a timed finding."""
     meta = ctx.ds.meta
     tally, undeclared = Tally(), 0
     for ep in ctx.episodes:
@@ -228,11 +252,17 @@ def coverage(cam_stamps: np.ndarray, lo: int, hi: int, period: float, ctx: Conte
 
 
 def check_camera_coverage(ctx: Context) -> Outcome:
-    """Every camera of every episode spans the episode's state streams: its first frame within
-    ``coverage_periods`` camera periods of the latest first state sample, its last frame within as much
-    of the earliest last one (a camera started late or stopped early; a camera whose frames lie outside
-    the span is ``camera_span``'s finding). The period is the declared rate's, or the median interval
-    where none is declared or a recording ran steadily slower."""
+    """Every camera of every episode covers the span its state streams share: its first frame comes within
+    `coverage_periods` (3 by default) camera periods of the latest first state sample, and its last frame
+    within as many periods of the earliest last one.
+
+    An edge beyond that stands for the frames the camera did not record (the edge divided by the period),
+    judged like dropped frames: in simulated data it fails; in recorded data it is a `warn` within the
+    dropped-sample budget (`max_dropped_fraction`, 0.5 by default, and `max_gap_seconds`, 1 s by default)
+    and fails beyond it. The period is the declared rate's, or the camera's median interval where no rate
+    is declared or a recording ran steadily slower. A `skip` (not applicable) when no episode has both
+    camera frames and state streams. Each late start or early stop is a timed finding (the edge the
+    camera misses); frames outside the span are `camera_span`'s concern."""
     meta = ctx.ds.meta
     tally, worst, worst_where = Tally(), 0.0, ""
     for ep in ctx.episodes:

@@ -10,7 +10,7 @@ package. The two modules that define them are loaded from the installed package'
 ``__init__``, which imports wandb, ``huggingface_hub.HfFolder`` (gone since huggingface_hub 1.0), cv2
 and ml_collections (not declared), none of which the stored data needs.
 
-The mapping (``docs/format.md``, "Export to robot-eval-logger"):
+The mapping (``docs/format/robot-eval-logger.md``):
 
 * ``robot_type`` is ``franka``: the logger's ``RobotType`` enum knows only ``franka`` and ``widowx``
   and ``MetaData.load`` refuses any other value; an OpenArm arm is, like a Franka Panda, 7 revolute

@@ -1,0 +1,382 @@
+"""The reference pages of the documentation site, generated from the code so that they cannot drift:
+
+- ``cli_page()``: every console script of pyproject.toml, from its own argument parser (``build_parser``);
+- ``checks_page()``: every check of the validator's registry (what it proves: the first paragraph of the
+  check's docstring; what it applies to: its family; its thresholds with their flags and defaults: the
+  ``Thresholds`` fields its code reads; the planted faults the tests show it catches: the fault -> check
+  tables of ``tests/``);
+- ``tasks_page()``: the task registry (prompt, arms, success rule) and the randomisation ranges;
+- ``baseline_pages()``: one page per shipped baseline card.
+
+``tools/docs_pages.py`` writes them into the site at build time (mkdocs-gen-files); ``tests/test_docs.py``
+compares their lists with the code's. Run it alone to print a page: ``python tools/docs_reference.py checks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import inspect
+import re
+import sys
+import textwrap
+import tokenize
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+
+def scripts() -> dict[str, str]:
+    """``[project.scripts]`` of pyproject.toml: console script -> ``module:function`` (Python 3.10, without
+    tomllib: the installed package's entry points)."""
+    try:
+        import tomllib
+    except ImportError:
+        from importlib.metadata import distribution
+
+        return {e.name: e.value for e in distribution("openarm-sim-dataset").entry_points if e.group == "console_scripts"}
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def parser_of(script: str) -> argparse.ArgumentParser:
+    """The argument parser of console script ``script``: ``build_parser()`` of its module, or of the module
+    its ``main`` comes from (the dora recorder's lives beside its configuration)."""
+    module = importlib.import_module(scripts()[script].split(":")[0])
+    build = getattr(module, "build_parser", None)
+    if build is None:
+        raise LookupError(f"{module.__name__} (console script {script}) has no build_parser()")
+    parser = build()
+    parser.prog = script
+    return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for name, sub in a.choices.items()}
+
+
+def option_strings(parser: argparse.ArgumentParser, prefix: str = "") -> set[str]:
+    """Every flag and positional of ``parser`` and its sub-commands, as ``[SUB ]--flag`` / ``[SUB ]NAME``."""
+    out = set()
+    for a in parser._actions:
+        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        out.update(prefix + s for s in (a.option_strings or [a.dest]))
+    for name, sub in _subparsers(parser).items():
+        out |= option_strings(sub, f"{prefix}{name} ")
+    return out
+
+
+def _prose(text: str) -> str:
+    """Help text as Markdown that shows it verbatim: brackets and angle brackets escaped."""
+    return re.sub(r"([\[\]<>*])", r"\\\1", str(text))
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _default(a: argparse.Action) -> str:
+    if a.default in (None, argparse.SUPPRESS) or isinstance(a, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        return ""
+    if isinstance(a.default, (list, tuple)) and not a.default:
+        return ""
+    return f"`{a.default}`"
+
+
+def _options_table(parser: argparse.ArgumentParser) -> list[str]:
+    lines: list[str] = []
+    groups = [(g.title, g._group_actions) for g in parser._action_groups if g._group_actions]
+    for title, actions in groups:
+        rows = [a for a in actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+        if not rows:
+            continue
+        lines += ["", f"**{title}**", "", "| option | default | meaning |", "|---|---|---|"]
+        for a in rows:
+            names = list(a.option_strings) or [a.dest]
+            if a.option_strings and a.nargs != 0:
+                metavar = a.metavar if a.metavar is not None else a.dest.upper()
+                names[-1] += " " + (" ".join(metavar) if isinstance(metavar, tuple) else metavar)
+            name = ", ".join(f"`{_cell(n)}`" for n in names)
+            meaning = argparse.HelpFormatter(parser.prog)._expand_help(a) if a.help else ""
+            if a.choices and not isinstance(a, argparse._SubParsersAction):
+                meaning += f" (one of: {', '.join(map(str, a.choices))})"
+            lines.append(f"| {name} | {_cell(_default(a))} | {_cell(_prose(meaning))} |")
+    return lines
+
+
+def _script_section(parser: argparse.ArgumentParser, level: int = 2) -> list[str]:
+    usage = " ".join(parser.format_usage().removeprefix("usage: ").split())
+    lines = ["", "#" * level + f" `{parser.prog}`", ""]
+    if parser.description:
+        lines += [_prose(parser.description.strip()), ""]
+    lines += ["```text", textwrap.fill(usage, 100, subsequent_indent="    ", break_on_hyphens=False), "```"]
+    lines += _options_table(parser)
+    for name, sub in _subparsers(parser).items():
+        sub.prog = f"{parser.prog} {name}"
+        lines += _script_section(sub, level + 1)
+    return lines
+
+
+def cli_page() -> str:
+    """The command-line reference: one section per console script, from its parser."""
+    names = list(scripts())
+    lines = ["# Command-line reference", "",
+             "Generated from each console script's own argument parser when the site is built. "
+             "Every command prints the same with `--help`. Exit codes: 0 success, 1 a dataset that fails "
+             "validation (or a failed job), 2 unusable input (one line naming the file and what is wrong).", "",
+             " · ".join(f"[`{n}`](#{n})" for n in names)]
+    for n in names:
+        lines += _script_section(parser_of(n))
+    return "\n".join(lines) + "\n"
+
+
+
+FAMILIES = (
+    # (module, table, what the rows apply to)
+    ("openarm_sim_dataset.validate.form", "FORM_CHECKS",
+     "every dataset, recorded or simulated, any layout version; also under `--quick`"),
+    ("openarm_sim_dataset.validate.cameras", "CAMERA_CHECKS",
+     "every dataset with cameras (camera content, no sidecar needed); not under `--quick`"),
+    ("openarm_sim_dataset.validate.encoding", "ENCODING_CHECKS",
+     "every dataset with JPEG cameras; not under `--quick`"),
+    ("openarm_sim_dataset.validate.physics", "PHYSICS_CHECKS",
+     "every dataset (physical consistency of recorded data, no sidecar needed); not under `--quick`"),
+    ("openarm_sim_dataset.validate.simulation", "SIM_CHECKS",
+     "simulated datasets (a `simulation:` block and sidecars); not under `--quick` or `--no-simulation`"),
+)
+
+
+@dataclass
+class CheckDoc:
+    """One check as the reference shows it."""
+
+    name: str
+    family: str
+    applies: str
+    proves: str
+    more: str
+    thresholds: list[tuple[str, str, object]] = field(default_factory=list)  # (field, flag, default)
+    faults: list[tuple[str, str, str]] = field(default_factory=list)  # (fault, what it is, test file)
+
+
+def _threshold_fields() -> dict[str, object]:
+    from openarm_sim_dataset.validate.thresholds import Thresholds
+
+    return {f.name: f.default for f in fields(Thresholds)}
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.AST]:
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _parts(fn) -> list:
+    """The functions a registry row runs: the function itself, or an EpisodeCheck's parts."""
+    parts = [getattr(fn, n, None) for n in ("prepare", "episode", "reduce", "select")]
+    return [inspect.unwrap(p) for p in parts if callable(p)] if any(parts) else [inspect.unwrap(fn)]
+
+
+def thresholds_read(fn) -> list[str]:
+    """The ``Thresholds`` fields that ``fn`` (an EpisodeCheck: its parts) and the functions of its modules
+    it calls (transitively) read: attribute reads named like a field (``ctx.t.gap_periods``, ``t.gap_periods``)."""
+    known = _threshold_fields()
+    found: set[str] = set()
+    for part in _parts(fn):
+        tree = ast.parse(inspect.getsource(inspect.getmodule(part)))
+        funcs = _functions(tree)
+        if part.__name__ in funcs:
+            roots = [funcs[part.__name__]]
+        else:  # a lambda: the lambdas of its line
+            roots = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == part.__code__.co_firstlineno]
+        seen: set[int] = set()
+        while roots:
+            node = roots.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute) and sub.attr in known:
+                    found.add(sub.attr)
+                elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in funcs:
+                    roots.append(funcs[sub.func.id])
+    return [f for f in known if f in found]
+
+
+def _dict_literals_with_comments(path: Path) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """Module-level ``NAME = {key: value, ...}`` literals of ``path`` whose values are strings (or tuples
+    starting with one): ``(NAME, {key: value}, {key: the comment on its line})``."""
+    text = path.read_text()
+    comments = {}
+    with path.open("rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            if tok.type == tokenize.COMMENT:
+                comments[tok.start[0]] = tok.string.lstrip("#").strip()
+    out = []
+    for node in ast.parse(text).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict):
+            continue
+        mapping, notes = {}, {}
+        for k, v in zip(value.keys, value.values):
+            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                continue
+            if isinstance(v, ast.Tuple) and v.elts:
+                v = v.elts[0]
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                mapping[k.value] = v.value
+                notes[k.value] = comments.get(k.lineno, "")
+        if mapping:
+            out.append((target.id, mapping, notes))
+    return out
+
+
+def _fault_notes(path: Path) -> dict[str, str]:
+    """``"fault",  # what it is`` lines of ``path``: the comment of each quoted name that opens a line."""
+    notes = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r'\s*"(\w+)",?\s*#\s*(.+)$', line)
+        if m:
+            notes[m.group(1)] = m.group(2).strip()
+    return notes
+
+
+def planted_faults(check_names: set[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """check -> ``(fault, what it is, test file)`` from every fault -> check table of ``tests/`` (a module
+    level dict literal whose values are check names): the faults the tests plant into real files and
+    assert that check fails on."""
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    tests = REPO / "tests"
+    if not tests.is_dir():
+        return out
+    described = {}
+    for path in sorted(tests.glob("*.py")):
+        described.update(_fault_notes(path))
+    for path in sorted(tests.glob("*.py")):
+        for _, mapping, notes in _dict_literals_with_comments(path):
+            if not set(mapping.values()) <= check_names:
+                continue
+            for fault, check in mapping.items():
+                entry = (fault, notes.get(fault) or described.get(fault, ""), f"tests/{path.name}")
+                if entry[:1] not in [e[:1] for e in out.get(check, [])]:
+                    out.setdefault(check, []).append(entry)
+    return out
+
+
+def _first_paragraph(doc: str) -> tuple[str, str]:
+    parts = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)
+    return " ".join(parts[0].split()), (parts[1].strip() if len(parts) > 1 else "")
+
+
+def registry_rows() -> list[tuple[str, str, object]]:
+    """``(check, family applies-to text, function)`` for every check of the registry, in report order."""
+    rows = []
+    for module, table, applies in FAMILIES:
+        for name, fn in getattr(importlib.import_module(module), table):
+            rows.append((name, applies, fn))
+    return rows
+
+
+def check_docs() -> list[CheckDoc]:
+    from openarm_sim_dataset.validate.simulation import GENERATOR_ONLY
+
+    defaults = _threshold_fields()
+    rows = registry_rows()
+    faults = planted_faults({n for n, _, _ in rows})
+    out = []
+    for name, applies, fn in rows:
+        # (an EpisodeCheck instance's doc, never its class's docstring)
+        proves, more = _first_paragraph(fn.__dict__.get("__doc__", "") if hasattr(fn, "episode")
+                                        else inspect.getdoc(fn) or "")
+        if name in GENERATOR_ONLY:
+            applies += "; generated datasets only (a recording of a live simulation: not applicable)"
+        ths = [(f, "--" + f.replace("_", "-"), defaults[f]) for f in thresholds_read(fn)]
+        out.append(CheckDoc(name, fn.__module__.rsplit(".", 1)[-1], applies, proves, more, ths, faults.get(name, [])))
+    return out
+
+
+def checks_page() -> str:
+    """The check reference: every check of the registry, in the order a report lists them."""
+    docs = check_docs()
+    lines = ["# Validation checks", "",
+             "Generated from the validator's check registry when the site is built: the checks "
+             "`dataset-validate` runs, in the order its report lists them. *Proves* is the first paragraph "
+             "of the check's docstring; *thresholds* are the `Thresholds` fields its code reads, each set "
+             "by the flag of the same name; *shown to catch* lists the faults the tests plant into real "
+             "files of a copy and assert this check fails on.", "",
+             "A check with nothing to measure is a `skip` with its reason, never a pass; `--strict` fails a "
+             "skip of a check that applies, and a `warn` (a finding that leaves the episode usable).", "",
+             "| check | proves |", "|---|---|"]
+    lines += [f"| [`{d.name}`](#{d.name}) | {_cell(d.proves)} |" for d in docs]
+    for d in docs:
+        lines += ["", f"## `{d.name}`", "", d.proves, ""]
+        if d.more:
+            lines += [d.more, ""]
+        lines += [f"- **Applies to:** {d.applies}."]
+        if d.thresholds:
+            lines += ["- **Thresholds:** " + "; ".join(f"`{flag}` (default `{default}`)" for _, flag, default in d.thresholds)
+                      + "."]
+        if d.faults:
+            lines += ["- **Shown to catch:**", ""]
+            lines += [f"    - `{fault}`" + (f": {_cell(what)}" if what else "") + f" (`{test}`)" for fault, what, test in d.faults]
+        else:
+            lines += ["- **Shown to catch:** no fault -> check table of the tests names this check yet; its own "
+                      "tests are in `tests/test_validate_checks.py` and the tests of its family."]
+    return "\n".join(lines) + "\n"
+
+
+
+def tasks_page() -> str:
+    """The task reference: every registered task, then the randomisation of `--randomize`."""
+    from openarm_sim_dataset.sim import variation
+    from openarm_sim_dataset.sim.tasks import DEFAULT_TASK, TASKS
+
+    arms = {"right": "the right arm", "either": "the arm on the object's side (drawn per episode)",
+            "both": "both arms"}
+    lines = ["# Tasks", "", "Generated from the task registry (`openarm_sim_dataset.sim.tasks.TASKS`) when the site "
+             "is built. `dataset-generate --tasks NAME [NAME ...] [--task-weights W ...]` mixes them (`all`: every "
+             f"task); without `--tasks` a generation runs `{DEFAULT_TASK}`. The prompt is written into "
+             "`metadata.yaml` `tasks:`; each episode's entry names its task.", "",
+             "| task | arms | prompt |", "|---|---|---|"]
+    lines += [f"| [`{t.name}`](#{t.name}) | {t.arms} | {_cell(t.prompt)} |" for t in TASKS.values()]
+    for t in TASKS.values():
+        lines += ["", f"## `{t.name}`", "", f"**Prompt:** {t.prompt}", "", f"**Arms:** {arms.get(t.arms, t.arms)}.",
+                  "", t.description]
+    lines += ["", "## Randomisation (`--randomize`)", "",
+              f"Modes: {', '.join(f'`{m}`' for m in variation.MODES)}. {variation.VARIATION_RULE[0].upper()}"
+              f"{variation.VARIATION_RULE[1:]}. Every value is drawn uniformly in its range and recorded "
+              f"(rounded to {variation.DECIMALS} decimals: the recorded number is the applied one).", "",
+              "| parameter | low | high |", "|---|---|---|"]
+    lines += [f"| `{k}` | {lo} | {hi} |" for k, (lo, hi) in variation.RANGES.items()]
+    return "\n".join(lines) + "\n"
+
+
+
+def baseline_pages() -> dict[str, str]:
+    """``{file name: page}``: each shipped baseline card (baselines/*.md) as a page of the model zoo, and
+    an index of them with their checkpoint and training data."""
+    from openarm_sim_dataset.learn.bc.baseline import shipped
+
+    pages, rows = {}, []
+    for path, front in shipped(REPO):
+        body = path.read_text()
+        body = body[body.index("\n---\n", 4) + 5:] if body.startswith("---\n") else body
+        title = next((ln.lstrip("# ").strip() for ln in body.splitlines() if ln.startswith("# ")), path.stem)
+        facts = "\n".join(f"| `{k}` | {_cell(v if not isinstance(v, (list, dict)) else '(see the card)')} |"
+                          for k, v in front.items() if not isinstance(v, (list, dict)))
+        pages[f"{path.stem}.md"] = (body.rstrip() + "\n\n## The card's front matter\n\n| key | value |\n|---|---|\n"
+                                    + facts + f"\n\nThe checkpoint is `baselines/{front['checkpoint']}` in the repository.\n")
+        rows.append(f"| [{_cell(title)}]({path.stem}.md) | `baselines/{front['checkpoint']}` |")
+    pages["index.md"] = ("# Model zoo: the shipped baselines\n\nOne page per card of `baselines/`, generated when "
+                         "the site is built. Each card names its checkpoint's SHA-256, the command that made its "
+                         "training data and the evaluation that scored it.\n\n| card | checkpoint |\n|---|---|\n"
+                         + "\n".join(rows) + "\n")
+    return pages
+
+
+if __name__ == "__main__":
+    which = sys.argv[1] if len(sys.argv) > 1 else "checks"
+    print({"cli": cli_page, "checks": checks_page, "tasks": tasks_page}[which]())
