@@ -36,6 +36,17 @@ def find_chromium() -> str | None:
     return None
 
 
+def require_chromium() -> None:
+    """Skip the calling test where no Chromium is installed, unless CI asked for the browser tests
+    (OPENARM_TEST_BROWSER=1): then it fails, naming what to install."""
+    import pytest
+
+    if find_chromium() is None:
+        if os.environ.get("OPENARM_TEST_BROWSER") == "1":
+            pytest.fail("OPENARM_TEST_BROWSER=1 but chromium is not installed (tools/env.sh installs it as root)")
+        pytest.skip("chromium is not installed (apt-get install chromium): the browser tests need a real browser")
+
+
 class WebSocket:
     """A client websocket (text messages, unfragmented sends, masked as RFC 6455 requires)."""
 

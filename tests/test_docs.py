@@ -6,7 +6,6 @@ real headless browser shows its pages."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -188,14 +187,12 @@ def test_site_in_a_real_browser(site):
     """Headless Chromium opens the home page, a guide and the check reference from the files (no server,
     no network): each shows its title and content, and is kept as a picture (docs/images/site_*.png; the
     README shows the check reference's)."""
-    from browser import Browser, find_chromium
+    import io
+
+    from browser import Browser, require_chromium
     from PIL import Image, ImageStat
 
-    if find_chromium() is None:
-        if os.environ.get("OPENARM_TEST_BROWSER") == "1":
-            pytest.fail("OPENARM_TEST_BROWSER=1 but chromium is not installed (tools/env.sh installs it as root)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    import io
+    require_chromium()
 
     b = Browser(1280, 900)
     try:

@@ -365,12 +365,9 @@ def test_cli_serves_until_interrupted(faulty):
 # ------------------------------------------------------------------ in a real browser (slow set)
 @pytest.fixture(scope="module")
 def browser():
-    from browser import Browser, find_chromium
+    from browser import Browser, require_chromium
 
-    if find_chromium() is None:
-        if os.environ.get("OPENARM_TEST_BROWSER") == "1":
-            pytest.fail("OPENARM_TEST_BROWSER=1 but chromium is not installed (tools/env.sh installs it as root)")
-        pytest.skip("chromium is not installed (apt-get install chromium): the browser tests need a real browser")
+    require_chromium()
     b = Browser(1400, 1000)
     try:
         yield b
