@@ -126,6 +126,8 @@ def test_every_check_says_what_it_proves_and_every_threshold_has_its_flag():
     flags = ref.option_strings(build_parser())
     docs = ref.check_docs()
     assert [d.name for d in docs if not d.proves] == []
+    # every check names a fault the tests plant and assert it fails on (a fault -> check table of tests/)
+    assert [d.name for d in docs if not d.faults] == []
     for d in docs:
         for _, flag, _ in d.thresholds:
             assert flag in flags, (d.name, flag)

@@ -1,7 +1,8 @@
 """Every validation check fails on a fault planted for it (the corrupted-copy suite covers the rest).
 
-Each row: (check, source dataset, fault). The fault is written into a copy with real files; the check
-alone is run and must fail, naming the episode where it concerns one.
+Each row: check -> (the fault in words, source dataset, the planting, the episode it concerns). The fault
+is written into a copy with real files; the check alone is run and must fail, naming the episode where it
+concerns one. The check reference of the documentation lists these rows (tools/docs_reference.py).
 """
 
 from __future__ import annotations
@@ -79,26 +80,26 @@ def _labels(frames):
 
 FAULTS = {
     # form checks, on our 0.4.0 fixture (it has a pose stream)
-    "metadata": ("own", lambda r: edit_meta(r, lambda d: d["frequencies"]["cameras"].pop("head")), None),
-    "parquet_schema": ("own", lambda r: edit_state(r, STATE, with_unit), "0"),
-    "qpos_jumps": ("own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + (np.arange(len(v)) == 20)[:, None] * 0.5), "0"),
-    "joint_limits": ("own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + np.r_[4.0, [0] * 7]), "0"),
-    "pose_quaternions": ("own", lambda r: edit_column(r, STATE, "pose", lambda v: v * np.r_[[1] * 3, [1.1] * 4, 1]), "0"),
-    "episode_length": ("own", lambda r: truncate_streams(r, 10), "0"),
-    "cameras_present": ("own", lambda r: [f.unlink() for f in (r / "episodes/0/cameras/head").iterdir()], "0"),
-    "camera_span": ("own", lambda r: shift_camera(r, 10.0), "0"),
+    "metadata": ("a camera's rate removed from metadata.yaml", "own", lambda r: edit_meta(r, lambda d: d["frequencies"]["cameras"].pop("head")), None),
+    "parquet_schema": ("timestamps stored as timestamp[us]", "own", lambda r: edit_state(r, STATE, with_unit), "0"),
+    "qpos_jumps": ("a 0.5 rad jump of every joint at sample 20", "own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + (np.arange(len(v)) == 20)[:, None] * 0.5), "0"),
+    "joint_limits": ("joint 1 + 4 rad in every sample", "own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + np.r_[4.0, [0] * 7]), "0"),
+    "pose_quaternions": ("pose quaternions scaled by 1.1", "own", lambda r: edit_column(r, STATE, "pose", lambda v: v * np.r_[[1] * 3, [1.1] * 4, 1]), "0"),
+    "episode_length": ("every stream cut to 10 rows", "own", lambda r: truncate_streams(r, 10), "0"),
+    "cameras_present": ("a camera's folder emptied", "own", lambda r: [f.unlink() for f in (r / "episodes/0/cameras/head").iterdir()], "0"),
+    "camera_span": ("the head camera's stamps shifted by 10 s", "own", lambda r: shift_camera(r, 10.0), "0"),
     # recorded data: beyond the dropped-sample budget (7 of 12 frames: fraction 0.58 > 0.5); fewer is a warn
-    "camera_rate": ("own", lambda r: [f.unlink() for f in sorted((r / "episodes/0/cameras/head").iterdir())[2:9]], "0"),
+    "camera_rate": ("7 of the head camera's 12 frames removed (beyond the dropped-sample budget)", "own", lambda r: [f.unlink() for f in sorted((r / "episodes/0/cameras/head").iterdir())[2:9]], "0"),
     # the summary dataset-info reads (written by every writer of this package: the generated dataset has one)
-    "episode_summary": ("sim", lambda r: plant_summary(r, "summary_rows_off"), "1"),
+    "episode_summary": ("summary.json says one row fewer for a stream (re-sealed)", "sim", lambda r: plant_summary(r, "summary_rows_off"), "1"),
     # simulation checks, on the generated dataset
-    "sim_episodes": ("sim", lambda r: (r / "episodes/1/sim/sidecar.npz").unlink(), "1"),
-    "sim_schema": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: s.pop("qvel")), "1"),
-    "sim_ranges": ("sim", lambda r: edit_npz(r, "episodes/1/sim/frames.npz", _labels, compress=True), "1"),
-    "sim_reprojection": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz",
+    "sim_episodes": ("an episode's sidecar.npz deleted", "sim", lambda r: (r / "episodes/1/sim/sidecar.npz").unlink(), "1"),
+    "sim_schema": ("qvel removed from a sidecar", "sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: s.pop("qvel")), "1"),
+    "sim_ranges": ("an unknown label value (42) in frames.npz", "sim", lambda r: edit_npz(r, "episodes/1/sim/frames.npz", _labels, compress=True), "1"),
+    "sim_reprojection": ("the head camera's stored position moved 3 cm", "sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz",
                                                    lambda s: s["cam_pos_head"].__iadd__(np.r_[0.03, 0, 0])), "1"),
-    "sim_replay": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "physics_ctrl", 1e-9)), "1"),
-    "sim_resume": ("sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "state", 1e-9, index=5)), "1"),  # state[0] is time: perturb a qpos entry
+    "sim_replay": ("one control value + 1e-9 in the middle of an episode", "sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "physics_ctrl", 1e-9)), "1"),
+    "sim_resume": ("one stored state value + 1e-9 in the middle of an episode", "sim", lambda r: edit_npz(r, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "state", 1e-9, index=5)), "1"),  # state[0] is time: perturb a qpos entry
 }
 
 
@@ -114,7 +115,7 @@ def test_every_check_has_a_fault():
 
 @pytest.mark.parametrize("check", sorted(FAULTS))
 def test_check_fails_on_its_fault(check, generated, tmp_path):
-    source, plant, episode = FAULTS[check]
+    _, source, plant, episode = FAULTS[check]
     src = OWN_FIXTURES / "dataset_0.4.0" if source == "own" else generated
     copy = tmp_path / "copy"
     shutil.copytree(src, copy)

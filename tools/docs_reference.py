@@ -235,13 +235,31 @@ def _dict_literals_with_comments(path: Path) -> list[tuple[str, dict[str, str], 
 
 
 def _fault_notes(path: Path) -> dict[str, str]:
-    """``"fault",  # what it is`` lines of ``path``: the comment of each quoted name that opens a line."""
+    """``"fault",  # what it is`` and ``"fault": ...,  # what it is`` lines of ``path``: the comment of each
+    quoted name that opens a line."""
     notes = {}
     for line in path.read_text().splitlines():
-        m = re.match(r'\s*"(\w+)",?\s*#\s*(.+)$', line)
+        m = re.match(r'\s*"(\w+)"(?:,|:[^#]*,)?\s*#\s*(.+)$', line)
         if m:
             notes[m.group(1)] = m.group(2).strip()
     return notes
+
+
+def _check_keyed_tables(path: Path, check_names: set[str]) -> list[tuple[str, str]]:
+    """``(check, fault in words)`` of module-level dicts of ``path`` keyed by check names whose values are
+    tuples opening with the fault in words."""
+    out = []
+    for node in ast.parse(path.read_text()).body:
+        value = getattr(node, "value", None)
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or not isinstance(value, ast.Dict):
+            continue
+        keys = [k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        if not keys or not set(keys) <= check_names:
+            continue
+        for k, v in zip(keys, value.values):
+            if isinstance(v, ast.Tuple) and v.elts and isinstance(v.elts[0], ast.Constant) and isinstance(v.elts[0].value, str):
+                out.append((k, v.elts[0].value))
+    return out
 
 
 def planted_faults(check_names: set[str]) -> dict[str, list[tuple[str, str, str]]]:
@@ -256,6 +274,9 @@ def planted_faults(check_names: set[str]) -> dict[str, list[tuple[str, str, str]
     for path in sorted(tests.glob("*.py")):
         described.update(_fault_notes(path))
     for path in sorted(tests.glob("*.py")):
+        # check -> (the fault in words, ...): a table of one planted fault per check
+        for check, what in _check_keyed_tables(path, check_names):
+            out.setdefault(check, []).append((what, "", f"tests/{path.name}"))
         for _, mapping, notes in _dict_literals_with_comments(path):
             if not set(mapping.values()) <= check_names:
                 continue
@@ -321,10 +342,9 @@ def checks_page() -> str:
                       + "."]
         if d.faults:
             lines += ["- **Shown to catch:**", ""]
-            lines += [f"    - `{fault}`" + (f": {_cell(what)}" if what else "") + f" (`{test}`)" for fault, what, test in d.faults]
-        else:
-            lines += ["- **Shown to catch:** no fault -> check table of the tests names this check yet; its own "
-                      "tests are in `tests/test_validate_checks.py` and the tests of its family."]
+            lines += [f"    - {f'`{fault}`' if fault.isidentifier() else _cell(_prose(fault))}"
+                      + (f": {_cell(_prose(what))}" if what else "") + f" (`{test}`)" for fault, what, test in d.faults]
+
     return "\n".join(lines) + "\n"
 
 
