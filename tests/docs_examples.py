@@ -57,23 +57,25 @@ class Block:
     skipped: bool
 
 
-def blocks(path: Path) -> list[Block]:
+def _marked_slow(text: str, example) -> bool:
+    """Whether the line before ``example`` in ``text`` (its page) is ``<!-- slow -->``."""
+    before = text[:example.region.start].rstrip("\n")
+    return bool(SLOW_MARK.search(before.splitlines()[-1] if before else ""))
+
+
+def blocks(path: Path) -> tuple[Block, ...]:
     """The runnable blocks of ``path`` (```python and ```bash), with their marks."""
     text = path.read_text()
     out = []
     skip_next = False
     for ex in _sybil().parse(path):
-        parsed = ex.parsed
-        if isinstance(parsed, tuple):  # a skip directive: (action, reason)
-            skip_next = parsed[0] == "next"
+        if isinstance(ex.parsed, tuple):  # a skip directive: (action, reason)
+            skip_next = ex.parsed[0] == "next"
             continue
         language = "bash" if ex.region.evaluator is _bash else "python"
-        code = parsed if isinstance(parsed, str) else parsed.source if hasattr(parsed, "source") else str(parsed)
-        before = text[:ex.region.start].rstrip("\n")
-        out.append(Block(language, code, ex.line, bool(SLOW_MARK.search(before.splitlines()[-1] if before else "")),
-                         skip_next))
+        out.append(Block(language, str(ex.parsed), ex.line, _marked_slow(text, ex), skip_next))
         skip_next = False
-    return out
+    return tuple(out)
 
 
 def syntax_errors(path: Path) -> list[str]:
@@ -118,9 +120,7 @@ def run_page(path: Path, scratch: Path, slow: bool) -> PageRun:
     os.chdir(scratch)
     try:
         for ex in document:
-            before = text[:ex.region.start].rstrip("\n")
-            last = before.splitlines()[-1] if before else ""
-            if not isinstance(ex.parsed, tuple) and (after_slow or (SLOW_MARK.search(last) and not slow)):
+            if not isinstance(ex.parsed, tuple) and (after_slow or (not slow and _marked_slow(text, ex))):
                 after_slow = True
                 skipped.append(f"line {ex.line}: slow set")
                 continue

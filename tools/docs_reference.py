@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -135,21 +136,6 @@ def cli_page() -> str:
 
 
 
-FAMILIES = (
-    # (module, table, what the rows apply to)
-    ("openarm_sim_dataset.validate.form", "FORM_CHECKS",
-     "every dataset, recorded or simulated, any layout version; also under `--quick`"),
-    ("openarm_sim_dataset.validate.cameras", "CAMERA_CHECKS",
-     "every dataset with cameras (camera content, no sidecar needed); not under `--quick`"),
-    ("openarm_sim_dataset.validate.encoding", "ENCODING_CHECKS",
-     "every dataset with JPEG cameras; not under `--quick`"),
-    ("openarm_sim_dataset.validate.physics", "PHYSICS_CHECKS",
-     "every dataset (physical consistency of recorded data, no sidecar needed); not under `--quick`"),
-    ("openarm_sim_dataset.validate.simulation", "SIM_CHECKS",
-     "simulated datasets (a `simulation:` block and sidecars); not under `--quick` or `--no-simulation`"),
-)
-
-
 @dataclass
 class CheckDoc:
     """One check as the reference shows it."""
@@ -169,8 +155,16 @@ def _threshold_fields() -> dict[str, object]:
     return {f.name: f.default for f in fields(Thresholds)}
 
 
-def _functions(tree: ast.Module) -> dict[str, ast.AST]:
-    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+@functools.cache
+def _source(path: str) -> tuple[ast.Module, dict[int, str], dict[str, ast.AST]]:
+    """A Python file parsed once: its syntax tree, the comment of each line that has one, its functions by name."""
+    text = Path(path).read_text()
+    with open(path, "rb") as f:
+        comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                    for tok in tokenize.tokenize(f.readline) if tok.type == tokenize.COMMENT}
+    tree = ast.parse(text)
+    funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return tree, comments, funcs
 
 
 def _parts(fn) -> list:
@@ -185,8 +179,7 @@ def thresholds_read(fn) -> list[str]:
     known = _threshold_fields()
     found: set[str] = set()
     for part in _parts(fn):
-        tree = ast.parse(inspect.getsource(inspect.getmodule(part)))
-        funcs = _functions(tree)
+        tree, _, funcs = _source(inspect.getsourcefile(part))
         if part.__name__ in funcs:
             roots = [funcs[part.__name__]]
         else:  # a lambda: the lambdas of its line
@@ -205,85 +198,48 @@ def thresholds_read(fn) -> list[str]:
     return [f for f in known if f in found]
 
 
-def _dict_literals_with_comments(path: Path) -> list[tuple[str, dict[str, str], dict[str, str]]]:
-    """Module-level ``NAME = {key: value, ...}`` literals of ``path`` whose values are strings (or tuples
-    starting with one): ``(NAME, {key: value}, {key: the comment on its line})``."""
-    text = path.read_text()
-    comments = {}
-    with path.open("rb") as f:
-        for tok in tokenize.tokenize(f.readline):
-            if tok.type == tokenize.COMMENT:
-                comments[tok.start[0]] = tok.string.lstrip("#").strip()
-    out = []
-    for node in ast.parse(text).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        value = getattr(node, "value", None)
-        if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict):
-            continue
-        mapping, notes = {}, {}
-        for k, v in zip(value.keys, value.values):
-            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                continue
-            if isinstance(v, ast.Tuple) and v.elts:
-                v = v.elts[0]
-            if isinstance(v, ast.Constant) and isinstance(v.value, str):
-                mapping[k.value] = v.value
-                notes[k.value] = comments.get(k.lineno, "")
-        if mapping:
-            out.append((target.id, mapping, notes))
-    return out
+def _string(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _fault_notes(path: Path) -> dict[str, str]:
-    """``"fault",  # what it is`` and ``"fault": ...,  # what it is`` lines of ``path``: the comment of each
-    quoted name that opens a line."""
-    notes = {}
-    for line in path.read_text().splitlines():
-        m = re.match(r'\s*"(\w+)"(?:,|:[^#]*,)?\s*#\s*(.+)$', line)
-        if m:
-            notes[m.group(1)] = m.group(2).strip()
-    return notes
-
-
-def _check_keyed_tables(path: Path, check_names: set[str]) -> list[tuple[str, str]]:
-    """``(check, fault in words)`` of module-level dicts of ``path`` keyed by check names whose values are
-    tuples opening with the fault in words."""
-    out = []
-    for node in ast.parse(path.read_text()).body:
-        value = getattr(node, "value", None)
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or not isinstance(value, ast.Dict):
-            continue
-        keys = [k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-        if not keys or not set(keys) <= check_names:
-            continue
-        for k, v in zip(keys, value.values):
-            if isinstance(v, ast.Tuple) and v.elts and isinstance(v.elts[0], ast.Constant) and isinstance(v.elts[0].value, str):
-                out.append((k, v.elts[0].value))
-    return out
+def _opening_string(node) -> str | None:
+    """A string constant, or the string a tuple opens with."""
+    return _string(node.elts[0]) if isinstance(node, ast.Tuple) and node.elts else _string(node)
 
 
 def planted_faults(check_names: set[str]) -> dict[str, list[tuple[str, str, str]]]:
-    """check -> ``(fault, what it is, test file)`` from every fault -> check table of ``tests/`` (a module
-    level dict literal whose values are check names): the faults the tests plant into real files and
-    assert that check fails on."""
+    """check -> ``(fault, what it is, test file)`` from the module-level tables of ``tests/`` that plant
+    faults into real files and assert a check fails on each: ``{fault: check}`` (what it is: the comment on
+    the fault's line there, else on its line in any table of the tests, e.g. corrupt.py's lists) and
+    ``{check: (the fault in words, ...)}``."""
     out: dict[str, list[tuple[str, str, str]]] = {}
     tests = REPO / "tests"
-    if not tests.is_dir():
-        return out
-    described = {}
+    notes: dict[str, str] = {}
+    tables = []
     for path in sorted(tests.glob("*.py")):
-        described.update(_fault_notes(path))
-    for path in sorted(tests.glob("*.py")):
-        # check -> (the fault in words, ...): a table of one planted fault per check
-        for check, what in _check_keyed_tables(path, check_names):
-            out.setdefault(check, []).append((what, "", f"tests/{path.name}"))
-        for _, mapping, notes in _dict_literals_with_comments(path):
-            if not set(mapping.values()) <= check_names:
+        tree, comments, _ = _source(str(path))
+        for node in tree.body:
+            value = getattr(node, "value", None)
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or not isinstance(value, (ast.Dict, ast.Tuple)):
                 continue
-            for fault, check in mapping.items():
-                entry = (fault, notes.get(fault) or described.get(fault, ""), f"tests/{path.name}")
-                if entry[:1] not in [e[:1] for e in out.get(check, [])]:
-                    out.setdefault(check, []).append(entry)
+            for key in value.keys if isinstance(value, ast.Dict) else value.elts:
+                if (name := _string(key)) and key.lineno in comments:
+                    notes.setdefault(name, comments[key.lineno])
+            if isinstance(value, ast.Dict):
+                tables.append((f"tests/{path.name}", value, comments))
+    for test, table, comments in tables:
+        pairs = [(_string(k), _opening_string(v), k.lineno) for k, v in zip(table.keys, table.values)]
+        pairs = [p for p in pairs if p[0] and p[1]]
+        if pairs and {k for k, _, _ in pairs} <= check_names and all(isinstance(v, ast.Tuple) for v in table.values):
+            # (a table of reasons keyed by check, e.g. the expected skips, is no table of faults)
+            entries = [(check, (what, "", test)) for check, what, _ in pairs]
+        elif pairs and {v for _, v, _ in pairs} <= check_names:
+            entries = [(check, (fault, comments.get(line) or notes.get(fault, ""), test)) for fault, check, line in pairs]
+        else:
+            continue
+        for check, entry in entries:
+            if entry[0] not in [e[0] for e in out.get(check, [])]:
+                out.setdefault(check, []).append(entry)
     return out
 
 
@@ -293,12 +249,10 @@ def _first_paragraph(doc: str) -> tuple[str, str]:
 
 
 def registry_rows() -> list[tuple[str, str, object]]:
-    """``(check, family applies-to text, function)`` for every check of the registry, in report order."""
-    rows = []
-    for module, table, applies in FAMILIES:
-        for name, fn in getattr(importlib.import_module(module), table):
-            rows.append((name, applies, fn))
-    return rows
+    """``(check, what its family applies to, function)`` for every check of the registry, in report order."""
+    from openarm_sim_dataset.validate.registry import families
+
+    return [(name, applies, fn) for _, rows, applies in families() for name, fn in rows]
 
 
 def check_docs() -> list[CheckDoc]:
@@ -309,9 +263,7 @@ def check_docs() -> list[CheckDoc]:
     faults = planted_faults({n for n, _, _ in rows})
     out = []
     for name, applies, fn in rows:
-        # (an EpisodeCheck instance's doc, never its class's docstring)
-        proves, more = _first_paragraph(fn.__dict__.get("__doc__", "") if hasattr(fn, "episode")
-                                        else inspect.getdoc(fn) or "")
+        proves, more = _first_paragraph(inspect.getdoc(fn) or "")
         if name in GENERATOR_ONLY:
             applies += "; generated datasets only (a recording of a live simulation: not applicable)"
         ths = [(f, "--" + f.replace("_", "-"), defaults[f]) for f in thresholds_read(fn)]

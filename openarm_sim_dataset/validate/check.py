@@ -230,9 +230,8 @@ class EpisodeCheck:
     doc: str = ""
 
     def __post_init__(self):
-        doc = inspect.cleandoc(self.doc) if self.doc else inspect.getdoc(self.reduce)
-        if doc:
-            object.__setattr__(self, "__doc__", doc)
+        # the instance's own docstring, never the class's: inspect.getdoc(row) reads a row alike either kind
+        object.__setattr__(self, "__doc__", inspect.cleandoc(self.doc) if self.doc else inspect.getdoc(self.reduce) or "")
 
     def __call__(self, ctx: Context) -> Outcome:
         prep = self.prepare(ctx) if self.prepare else None

@@ -31,6 +31,21 @@ def is_sim_check(name: str) -> bool:
     return name in _SIM_NAMES
 
 
+def families() -> list[tuple[str, list[tuple[str, CheckFn]], str]]:
+    """Every family of checks as ``(name, rows, what its rows apply to)``, in the order a report lists them:
+    what :func:`check_table` draws from (the check reference of the documentation prints it). Loads the
+    simulation family."""
+    return [
+        ("form", FORM_CHECKS, "every dataset, recorded or simulated, any layout version; also under `--quick`"),
+        ("cameras", CAMERA_CHECKS, "every dataset with cameras (camera content, no sidecar needed); not under `--quick`"),
+        ("encoding", ENCODING_CHECKS, "every dataset with JPEG cameras; not under `--quick`"),
+        ("physics", PHYSICS_CHECKS,
+         "every dataset (physical consistency of recorded data, no sidecar needed); not under `--quick`"),
+        ("simulation", simulation_family().SIM_CHECKS,
+         "simulated datasets (a `simulation:` block and sidecars); not under `--quick` or `--no-simulation`"),
+    ]
+
+
 def check_table(simulation_block: dict | None, quick: bool = False,
                 simulation: bool = True) -> list[tuple[str, CheckFn]]:
     """The rows that apply to a dataset whose metadata has ``simulation_block`` (None: a recording):
