@@ -96,6 +96,7 @@ def test_card_physics_dataset_regenerates_to_its_content_sha(tmp_path):
         assert content_sha256(out) == seen[command].pop(), command
 
 
+@pytest.mark.slow
 def test_a_prefix_content_sha_is_that_of_the_shorter_generation(tiny_generated, tmp_path):
     """What a card's ``physics_dataset.prefix`` relies on: the content of a generation's first N
     episodes (its list cut at N) is the content of the same command with ``--episodes N``."""

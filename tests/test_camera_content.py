@@ -43,6 +43,7 @@ def test_clean_data_passes(kind, request):
     assert "head lag -0.0" in rows["camera_joint_timing"].detail or "head lag +0.0" in rows["camera_joint_timing"].detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["generated", "stripped"])
 @pytest.mark.parametrize("fault", sorted(corrupt_recorded.CAMERA_FAULTS))
 def test_camera_fault_fails_its_own_check(fault, kind, request, tmp_path):

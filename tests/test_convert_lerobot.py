@@ -138,6 +138,7 @@ def test_success_only_remaps_episodes_and_tasks(src, tmp_path):
     assert [json.loads(x) for x in (out / "meta/tasks.jsonl").read_text().splitlines()] == [{"task_index": 0, "task": "point"}]
 
 
+@pytest.mark.slow
 def test_state_pose_rot6d_and_arm_dynamics(src, tmp_path):
     od_kin = pytest.importorskip("openarm_dataset.kinematics")
     out = tmp_path / "pose"

@@ -56,8 +56,9 @@ def form_checks_no_worse(src: Path, out: Path) -> int:
     return len(after)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,name", ALL_FIXTURES)
-@pytest.mark.parametrize("camera_format", ["dir", pytest.param("tar", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("camera_format", ["dir", "tar"])
 def test_every_layout_converts_to_0_4_0_and_reads_back_equal(kind, name, camera_format, tmp_path):
     src = fixture_path(kind, name)
     before = tree_hashes(src)

@@ -235,6 +235,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_restart_after_sigkill_mid_episode_removes_it_and_reuses_its_id(tmp_path):
     code = CHILD.format(tests=str(Path(__file__).parent), out=str(tmp_path))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -208,6 +208,7 @@ def test_split_is_stratified_and_reproducible():
 
 
 # ----------------------------------------------------------------------------- bad input
+@pytest.mark.slow
 def test_every_bad_input_is_one_line_exit_2_nothing_written(recorded, generated, tmp_path):
     before = tree_hashes(recorded), tree_hashes(generated)
     out = tmp_path / "out"
@@ -231,6 +232,7 @@ def test_every_bad_input_is_one_line_exit_2_nothing_written(recorded, generated,
 
 
 # ----------------------------------------------------------------------------- simulated data
+@pytest.mark.slow
 def test_trimmed_simulated_episode_replays_bit_for_bit(generated, tmp_path):
     """Episode 1 cut to 1.0-4.0 s: its new initial state is the stored state of its first kept frame;
     replaying physics_ctrl from it reproduces every kept frame's whole integration state bit for bit (the

@@ -20,6 +20,9 @@ from openarm_sim_dataset import bc  # noqa: E402
 from openarm_sim_dataset.bc.ensemble import combine  # noqa: E402
 from openarm_sim_dataset.metadata import Metadata  # noqa: E402
 
+#: CI only (every test here trains its members first): the default run keeps its 3-minute budget
+pytestmark = pytest.mark.slow
+
 FEW = dict(steps=4, batch=16, hidden=32, val=0.5, ensemble=0.5)
 
 

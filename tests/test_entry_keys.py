@@ -45,6 +45,7 @@ def _assert_caught(rows: dict, fault: str, ep: str) -> None:
         assert ep in row.episodes, (fault, name, row.episodes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["K_wrong", "perception_size_wrong", "camera_size_wrong", "initial_cubes_moved",
                                    "camera_hz_wrong", "state_hz_wrong"])
 def test_a_wrong_key_fails_the_check_that_rederives_it(generated, tmp_path, fault):

@@ -45,6 +45,7 @@ def test_check_env_every_task(task):
     assert env.observation_space["prompt"].contains(env.task.prompt)
 
 
+@pytest.mark.slow
 def test_check_env_with_cameras_and_registered_ids():
     env = gym.make(E.env_id("pick_place"), width=32, height=24)
     _check(env.unwrapped)
@@ -59,6 +60,7 @@ def test_check_env_with_cameras_and_registered_ids():
     env.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", task_names())
 def test_reset_is_the_generators_initial_state(task):
     """Bit for bit the initial state of the generator's own episode loop (tasks.run_episode), for
@@ -109,6 +111,7 @@ def test_reset_equals_a_randomized_dataset(randomized):
         assert np.array_equal(env.initial_state, side["initial_state"])
 
 
+@pytest.mark.slow
 def test_scripted_policy_in_the_env_is_the_generated_episode(tiny_generated, tmp_path):
     """Generation is the scripted policy run in the environment and recorded: the evaluator's rollout
     of ``scripted`` is ``dataset-generate``'s episode file for file (manifest, sidecar, parquet, JPEG),

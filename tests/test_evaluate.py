@@ -136,6 +136,7 @@ def test_resume_and_compare_with_a_dataset(zero_rollouts, tmp_path):
     assert load_rollouts(mine) == load_rollouts(out)
 
 
+@pytest.mark.slow
 def test_compare_with_another_policy(tmp_path):
     """--compare POLICY evaluates it on the same initial states (into --compare-out) and pairs them."""
     r = run_cli("evaluate", "--policy", "random", "--out", tmp_path / "r", "--episodes", "1", *TINY_EVAL,

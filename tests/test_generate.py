@@ -84,6 +84,7 @@ def test_replay_is_bit_exact_and_resume_needs_the_full_state(generated):
     assert not naive.ok and naive.max_qpos_diff > 0
 
 
+@pytest.mark.slow
 def test_regeneration_is_identical_file_for_file(tiny_generated, tmp_path):
     """Episode 1 generated again, alone and in this process, equals the one the tiny CLI run made."""
     summary = generate(tmp_path / "again", range(1, 2), tiny_config())
@@ -117,6 +118,7 @@ def test_contradicting_arguments_and_second_writer_refused(generated, tmp_path):
     assert summary.made == 0 and summary.skipped == 2
 
 
+@pytest.mark.slow
 def test_killed_generation_resumes_to_identical_dataset(tiny_generated, tmp_path):
     out = tmp_path / "killed"
     cmd = generate_cmd(out)

@@ -167,6 +167,7 @@ def _cli_params() -> list:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _cli_params())
 def test_clis_refuse_in_one_line(request, case, box, monkeypatch, capsys):
     from openarm_sim_dataset.cli import convert, sample, validate
@@ -248,6 +249,7 @@ def _run_subprocess_case(request, case: Case, box: Path) -> None:
     assert changed_sources(src) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", SUB_FAST, ids=[c.id for c in SUB_FAST])
 def test_cli_subprocess_one_per_family(request, case, box):
     _run_subprocess_case(request, case, box)

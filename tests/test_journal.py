@@ -180,6 +180,7 @@ def big_dataset(generated: Path, out: Path, n: int) -> Metadata:
     return meta
 
 
+@pytest.mark.slow
 def test_a_big_metadata_opens_through_its_index_and_never_through_a_stale_one(generated, tmp_path, monkeypatch):
     out = tmp_path / "big"
     meta = big_dataset(generated, out, 600)
@@ -378,18 +379,22 @@ def test_generation_killed_in_the_journal_regime_resumes_with_every_episode_once
 #: Size and kill points of the scale run: (episodes our reader lists at least, then the moment): "journal"
 #: at the first moment metadata.journal holds an entry (committed episodes openarm_dataset does not see
 #: yet), "folded" at the first moment it is absent (metadata.yaml just rewritten by a fold). Every kill is
-#: past FOLD_ALWAYS_BELOW listed entries, in the regime of production folds. CI runs 400 episodes (physics
-#: costs ~1 CPU-second an episode, and CI shares its 2 cores with a second test worker);
-#: OPENARM_SCALE_KILL_EPISODES=2000 runs the full-size case (kills at 300, 900 and 1,500).
-SCALE_EPISODES = int(os.environ.get("OPENARM_SCALE_KILL_EPISODES", "400"))
+#: past the always-fold threshold, in the regime of production folds (an eighth of the listed entries, or
+#: 10 s). CI runs 160 episodes with that threshold at 96 (OPENARM_SIM_FOLD_ALWAYS_BELOW: physics costs ~1
+#: CPU-second an episode, and CI shares its 2 cores with a second test worker);
+#: OPENARM_SCALE_KILL_EPISODES=400 runs the production threshold (256; kills at 280, 330 and 375), and
+#: 2000 the full-size case (kills at 300, 900 and 1,500).
+SCALE_EPISODES = int(os.environ.get("OPENARM_SCALE_KILL_EPISODES", "160"))
+SCALE_FOLD_ALWAYS_BELOW = 96 if SCALE_EPISODES < 400 else journal_mod.FOLD_ALWAYS_BELOW
 SCALE_KILLS = (((300, "journal"), (900, "journal"), (1500, "folded")) if SCALE_EPISODES >= 2000 else
-               ((280, "journal"), (330, "journal"), (375, "folded")))
+               ((280, "journal"), (330, "journal"), (375, "folded")) if SCALE_EPISODES >= 400 else
+               ((110, "journal"), (130, "journal"), (150, "folded")))
 
 
 @pytest.mark.slow
 def test_scale_generation_killed_unforced_resumes_with_every_episode_once(tmp_path):
     """Issue 27 at scale: a real physics-only generation of SCALE_EPISODES (2 workers, folds as in production:
-    after every commit below 256 listed entries, then when the journal holds 1/8 of them or is 10 s old)
+    after every commit below SCALE_FOLD_ALWAYS_BELOW listed entries (256 in production), then when the journal holds 1/8 of them or is 10 s old)
     SIGKILLed at the listed counts of SCALE_KILLS; each time as :func:`check_killed` says. The resumed run
     exits 0 and lists 0..n-1 once each, in order, with no journal left; openarm_dataset lists the same;
     the form and integrity checks pass on every episode. The episodes around each kill (the last one the
@@ -397,8 +402,10 @@ def test_scale_generation_killed_unforced_resumes_with_every_episode_once(tmp_pa
     episodes generated apart with --episode-range, and pass every check, the simulation's included."""
     od = pytest.importorskip("openarm_dataset")
     n = SCALE_EPISODES
-    assert SCALE_KILLS[0][0] > journal_mod.FOLD_ALWAYS_BELOW and SCALE_KILLS[-1][0] < n
+    assert SCALE_KILLS[0][0] > SCALE_FOLD_ALWAYS_BELOW and SCALE_KILLS[-1][0] < n
     env = {k: v for k, v in SUBPROCESS_ENV.items() if k != "OPENARM_SIM_FOLD_EVERY"}  # the natural regime
+    if SCALE_FOLD_ALWAYS_BELOW != journal_mod.FOLD_ALWAYS_BELOW:
+        env["OPENARM_SIM_FOLD_ALWAYS_BELOW"] = str(SCALE_FOLD_ALWAYS_BELOW)
     out = tmp_path / "killed"
     cmd = generation_cmd(out, "--episodes", str(n), "--workers", "2")
     around, journal_seen = [], 0

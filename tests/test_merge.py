@@ -53,6 +53,7 @@ def synth(tmp_path) -> tuple[Path, Path]:
     return a, b
 
 
+@pytest.mark.slow
 def test_merge_of_shards_equals_one_generation(gen, tmp_path):
     before = {k: tree_hashes(gen[k]) for k in ("A", "B")}
     out = tmp_path / "merged"
@@ -89,6 +90,7 @@ REFUSALS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", sorted(REFUSALS))
 def test_each_incompatibility_is_refused_with_a_clear_message(rule, gen, tmp_path):
     a = gen["A"]
@@ -115,6 +117,7 @@ def test_each_incompatibility_is_refused_with_a_clear_message(rule, gen, tmp_pat
         assert "--allow-mixed-provenance" in r.stderr
 
 
+@pytest.mark.slow
 def test_allow_mixed_provenance_keeps_each_episodes_provenance(gen, tmp_path):
     b = _copy(gen["B"], tmp_path / "b")
     edit_meta(b, lambda d: d["simulation"].update(model_sha256="f" * 64, mujoco_version="3.3.0"))
@@ -147,6 +150,7 @@ def test_usage_refusals(synth, tmp_path):
     assert "nope: no such folder" in r.stderr
 
 
+@pytest.mark.slow
 def test_inputs_sharing_an_identical_episode_are_refused_naming_both(gen, synth, tmp_path):
     """Issue 26 item 7: an episode of one input identical to one of another (same obs/action streams and
     initial state: the digest duplicate_episodes compares) is one line naming both, exit 2, nothing
@@ -226,6 +230,7 @@ def test_old_layouts_merge_into_0_4_0(tmp_path):
     assert assert_reads_like_reference(out) > 0
 
 
+@pytest.mark.slow
 def test_merge_killed_midway_leaves_no_output(tmp_path):
     a = write_synthetic(tmp_path / "a", episodes=8, seconds=2.0, camera_hz=30, size=(32, 24))
     b = write_synthetic(tmp_path / "b", episodes=8, seconds=2.0, camera_hz=30, size=(32, 24), seed=1)
@@ -278,6 +283,7 @@ def _session(out: Path, period_ns: int, episodes: int = 2) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_recording_sessions_whose_measured_rates_differ_slightly_merge(tmp_path):
     a = _session(tmp_path / "a", 4_000_000)        # 250.0 Hz
     b = _session(tmp_path / "b", 4_016_000)        # 249.0 Hz: the same rig, another session

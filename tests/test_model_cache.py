@@ -96,6 +96,7 @@ def _hashes_of(root: Path) -> dict[str, str]:
             for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_disk_cache_across_processes_is_verified_by_its_bytes(generated, tmp_path, monkeypatch):
     """A fresh process loads the MJB written by another instead of compiling; a file whose bytes do not
     hash to its name is never used; the loaded model replays a recorded episode bit for bit."""

@@ -261,6 +261,7 @@ def test_full_queue_drops_frames_counted_and_reported(tmp_path):
     assert entry["dropped"] == ep.dropped
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False], ids=["count-shared", "count-in-messages"])
 def test_a_full_message_pipe_drops_frames_counted_never_blocks(tmp_path, monkeypatch, shared):
     # small frames: the byte bound is far, the queue of messages (the other bound: frame descriptors in

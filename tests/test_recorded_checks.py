@@ -45,6 +45,7 @@ def test_clean_data_passes_every_meaning_check(kind, request):
     assert "quality ~90" in rows["jpeg_encoding"].detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["generated", "stripped"])
 @pytest.mark.parametrize("fault", sorted(corrupt_recorded.FAULTS))
 def test_fault_fails_its_own_check(fault, kind, request, tmp_path):

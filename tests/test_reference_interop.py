@@ -29,6 +29,7 @@ def _write_params():
             yield pytest.param(kind, name, fmt, marks=pytest.mark.slow) if slow else (kind, name, fmt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,name,camera_format", list(_write_params()))
 def test_reference_reads_what_we_write(kind, name, camera_format, tmp_path):
     src = fixture_path(kind, name)
@@ -70,6 +71,7 @@ def test_we_read_what_reference_writes(kind, name, tmp_path):
             assert [f.read_bytes() for f in ca[n]] == [f.read_bytes() for f in cb[n]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,name", ALL_FIXTURES)
 @pytest.mark.parametrize("hz", [30, 10, 5, 7.3])
 def test_align_next_equals_reference_sample(kind, name, hz):

@@ -96,6 +96,7 @@ def first_episode(src: Path, dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_generate_none_then_render_equals_direct_generation(tiny_physics, tiny_generated, tmp_path):
     """dataset-render --cameras head (TINY) on the physics-only run == the direct TINY run, file for file."""
     out = tmp_path / "rendered"

@@ -24,6 +24,7 @@ def edit_sim(path, **changes):
     (path / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
+@pytest.mark.slow
 def test_replay_exact_resume_and_rerender(generated):
     # a fresh interpreter (not the one that generated the data): exactness must not depend on process state
     r = run_cli_process("replay", generated, "--episode", "1", "--render")
@@ -39,6 +40,7 @@ def test_replay_exact_resume_and_rerender(generated):
     assert "replay equal: states of 1 episode(s) as stored" in r.stdout
 
 
+@pytest.mark.slow
 def test_render_exits_1_on_a_stale_frame(generated, tmp_path):
     """A JPEG replaced by the frame before it: states replay exactly, the images do not (exit 1)."""
     from corrupt import STALE_FRAME, plant

@@ -27,6 +27,7 @@ def colours(a: np.ndarray) -> set[tuple[int, int, int]]:
     return {tuple(int(v) for v in c) for c in np.unique(a.reshape(-1, 3), axis=0)}
 
 
+@pytest.mark.slow
 def test_simulated_frame_panels_hold_the_stored_data(generated, tmp_path):
     ds = Dataset(generated)
     lay = show_frame(ds, "1", tmp_path / "f.png", frame=20)

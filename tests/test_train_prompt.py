@@ -20,6 +20,9 @@ from openarm_sim_dataset.bc.checkpoint import CheckpointError  # noqa: E402
 from openarm_sim_dataset.bc.ensemble import combine  # noqa: E402
 from openarm_sim_dataset.sim.tasks import TASKS  # noqa: E402
 
+#: CI only (every test here trains on a generated two-task dataset): the default run keeps its 3-minute budget
+pytestmark = pytest.mark.slow
+
 FEW = ["--steps", "4", "--batch", "16", "--hidden", "32", "--quiet", "--val", "0", "--hz", "5", "--json"]
 #: seed 11 draws tray_green for episode 0 and stack_red_on_blue for episode 1, both successful
 TWO_TASKS = ["--tasks", "tray_green", "stack_red_on_blue", "--episodes", "2", "--seed", "11", "--size", "32x24",
@@ -44,6 +47,7 @@ def _obs(prompt):
             "cameras": {"head": np.full((24, 32, 3), 128, np.uint8)}, "prompt": prompt}
 
 
+@pytest.mark.slow
 def test_the_checkpoint_records_its_prompts_and_the_policy_reads_them(two_tasks):
     data, d = two_tasks
     assert bc.read_inputs(d / "prompt.pt").prompts == tuple(PROMPTS)
@@ -84,6 +88,7 @@ def test_an_unknown_task_is_one_line_and_a_known_one_validates(two_tasks, tmp_pa
     run_cli("validate", out, "--quick", "--no-update-metadata")
 
 
+@pytest.mark.slow
 def test_the_checkpoint_knows_its_tasks_and_is_evaluated_on_them_by_default(two_tasks, checkpoints_tiny, tmp_path):
     """A checkpoint records its demonstrations' task names; dataset-evaluate without --tasks runs those
     (one trained on tray_green is not evaluated on pick_place); data naming no task (the default

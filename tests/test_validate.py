@@ -77,6 +77,7 @@ def _params(faults):
     return [pytest.param(f, marks=pytest.mark.slow) if f in SLOW_FAULTS else f for f in faults]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", _params(FAULTS))
 def test_each_fault_fails_the_check_that_knows_it(generated, tmp_path, fault):
     _fault_fails_the_check_that_knows_it(generated, tmp_path, fault)
@@ -165,6 +166,7 @@ def _meaning_fault_fails_its_check(src, tmp_path, fault):
     return row
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", _params(MEANING_FAULTS))
 def test_each_fault_of_meaning_fails_its_check_after_resealing(generated, tmp_path, fault):
     """Faults that leave every file well formed, with the manifests re-sealed afterwards (what a tool

@@ -187,6 +187,7 @@ def _set_entry(root: Path, **kv) -> None:
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
+@pytest.mark.slow
 def test_an_attempt_listed_with_nothing_recorded_is_valid(unrecorded_attempt):
     entry = Dataset(unrecorded_attempt).episodes[0]
     assert (entry["outcome"], entry["steps"], entry["success"]) == ("ik_failed", 0, False)
@@ -196,6 +197,7 @@ def test_an_attempt_listed_with_nothing_recorded_is_valid(unrecorded_attempt):
     assert "1 attempt(s) listed with nothing recorded (steps: 0, one row): 157" in row.detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source, truncate, steps, episode", [
     ("unrecorded_attempt", None, 1, "157"),  # one row, but the entry claims a step
     ("generated", 10, 0, "0"),  # steps: 0 does not excuse ten rows of a recorded episode

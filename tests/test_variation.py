@@ -380,6 +380,7 @@ def test_a_generation_on_another_floating_point_path_passes_by_value_only(tiny_g
 
 
 # -------------------------------------------------------------- per-episode model, renderer
+@pytest.mark.slow
 def test_episode_model_is_the_compiled_variation_and_one_context_renders_every_model(generated):
     """The model handed out for a variation (a patched copy of the nominal model) hashes like the
     compilation of the varied spec; a wrong recorded hash is refused. A renderer whose GL context was

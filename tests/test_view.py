@@ -244,6 +244,7 @@ def test_frames_from_folders_and_tars(served, faulty):
                 assert body == want == cam.read_bytes(i)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, status", [
     ("/api/episode/..", 400), ("/api/episode/%2e%2e", 400), ("/api/episode/.hidden", 400),
     ("/api/episode/0%2F..%2F..%2Fmetadata.yaml", 404), ("/api/episode/9", 404), ("/api/episode/-1", 400),

@@ -12,7 +12,9 @@ number already committed (4 s of YAML at 10,000 episodes). Instead, for a writer
    re-rendering of 10,000 entries. Folds happen after every commit while the dataset is small (under
    :data:`FOLD_ALWAYS_BELOW` entries), then when the journal holds an eighth of the listed entries or is
    :data:`FOLD_SECONDS` old, and always when the writer ends (``OPENARM_SIM_FOLD_EVERY=K``: every K
-   commits instead, so tests see the journal's regime in a small dataset).
+   commits instead, so tests see the journal's regime in a small dataset;
+   ``OPENARM_SIM_FOLD_ALWAYS_BELOW=N``: the production rules with N in place of
+   :data:`FOLD_ALWAYS_BELOW`, so a test reaches them with fewer episodes).
 
 What a reader that only knows metadata.yaml (``openarm_dataset``) sees at any moment is a complete,
 valid dataset listing every episode committed up to the last fold; this package's readers also see
@@ -174,7 +176,8 @@ class EpisodeLog:
         if every:  # tests and benchmarks: the journal's regime without 256 committed episodes first
             return self.pending >= int(every)
         n = len(self.meta.episodes)
-        return (n < FOLD_ALWAYS_BELOW or self.pending >= FOLD_FRACTION * n
+        always_below = int(os.environ.get("OPENARM_SIM_FOLD_ALWAYS_BELOW", FOLD_ALWAYS_BELOW))
+        return (n < always_below or self.pending >= FOLD_FRACTION * n
                 or (self.oldest is not None and time.monotonic() - self.oldest >= FOLD_SECONDS))
 
     def fold(self) -> None:
