@@ -109,6 +109,47 @@ def test_cli_reference_comes_from_the_parsers(monkeypatch):
     assert "`--brand-new-flag" in ref.cli_page()
 
 
+def _module_rows(page: str) -> dict[str, str]:
+    return dict(re.findall(r"^\| `(openarm_sim_dataset[\w.]*)` \| (.*) \|$", page, flags=re.M))
+
+
+def _every_module(package_dir: Path) -> set[str]:
+    """Every module of the package outside a private part, from the files (not from the page's own walk)."""
+    out = set()
+    for path in package_dir.rglob("*.py"):
+        parts = path.relative_to(package_dir).with_suffix("").parts
+        if any(part.startswith("_") for part in parts[:-1]) or (parts[-1].startswith("_") and parts[-1] != "__init__"):
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if len(parts) > 1 or (parts and parts[0] != "__init__" and not (package_dir / parts[0]).is_dir()):
+            out.add(".".join(("openarm_sim_dataset", *parts)))
+    return out
+
+
+def test_module_reference_lists_every_module_with_what_it_is(tmp_path, monkeypatch):
+    """Every public module below the layer packages has a row on the page, with the first sentence of its
+    docstring; shown on a copy of the package with a module added with a docstring and one without."""
+    page = ref.modules_page()
+    rows = _module_rows(page)
+    layer_packages = {f"openarm_sim_dataset.{p}" for layer in ref.layers() for p in layer}
+    every = {m for m in _every_module(ref.PACKAGE) if m.count(".") > 1 or m in layer_packages}
+    assert set(rows) == every - layer_packages
+    assert [m for m, what in rows.items() if not what.strip()] == []
+    assert all(f"## `{p}` (layer" in page for p in layer_packages)
+
+    import shutil
+
+    copy = tmp_path / "openarm_sim_dataset"
+    shutil.copytree(ref.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
+    (copy / "core" / "planted.py").write_text('"""A planted module: found by its path. More words."""\n')
+    (copy / "core" / "bare.py").write_text("X = 1\n")
+    monkeypatch.setattr(ref, "PACKAGE", copy)
+    planted = _module_rows(ref.modules_page())
+    assert planted["openarm_sim_dataset.core.planted"] == "A planted module."  # (its first sentence)
+    assert planted["openarm_sim_dataset.core.bare"].strip() == ""
+
+
 def _headings(page: str) -> list[str]:
     return re.findall(r"^## `(\w+)`$", page, flags=re.M)
 

@@ -6,7 +6,8 @@
   ``Thresholds`` fields its code reads; the planted faults the tests show it catches: the fault -> check
   tables of ``tests/``);
 - ``tasks_page()``: the task registry (prompt, arms, success rule) and the randomisation ranges;
-- ``baseline_pages()``: one page per shipped baseline card.
+- ``baseline_pages()``: one page per shipped baseline card;
+- ``modules_page()``: every public module, layer by layer, with the first sentence of its docstring.
 
 ``tools/docs_pages.py`` writes them into the site at build time (mkdocs-gen-files); ``tests/test_docs.py``
 compares their lists with the code's. Run it alone to print a page: ``python tools/docs_reference.py checks``.
@@ -349,6 +350,90 @@ def baseline_pages() -> dict[str, str]:
     return pages
 
 
+PACKAGE = REPO / "openarm_sim_dataset"
+
+
+def layers() -> list[list[str]]:
+    """The package's layers, top first, as the import-linter contract of pyproject.toml states (and tests):
+    each a list of the sub-packages that share it."""
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layer_contract = next(c for c in contracts if c["id"] == "layers")
+    return [re.split(r"\s*[|:]\s*", layer) for layer in layer_contract["layers"]]
+
+
+def public_modules(package: str) -> list[Path]:
+    """Every module and sub-package of ``openarm_sim_dataset.<package>`` whose dotted path has no part
+    starting with ``_`` (``__init__.py`` stands for its package), in path order."""
+    root = PACKAGE / package
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if any(part.startswith("_") and part != "__init__.py" for part in parts):
+            continue
+        out.append(path)
+    return out
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _markdown_inline(text: str) -> str:
+    """reStructuredText inline markup of a docstring as Markdown: ``x`` and :role:`x` become `x`."""
+    return re.sub(r":[a-z]+:`~?\.?([^`]+)`", r"`\1`", text.replace("``", "`"))
+
+
+def _summary(path: Path) -> str:
+    """The first sentence of a module's docstring ("" when it has none); a command's usage line as code."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    if doc.startswith("dataset-"):
+        return f"`{doc.splitlines()[0].rstrip(':. ')}`"
+    first = _first_paragraph(doc)[0] if doc else ""
+    m = re.match(r"(.+?[.:;])(\s|$)", first)
+    sentence = (m.group(1)[:-1] + "." if m else first)
+    return _markdown_inline(sentence)
+
+
+def modules_page() -> str:
+    """Where a change goes: every public module, layer by layer (top first, as the import contract has them),
+    with the first sentence of its docstring and the names each layer package exports (``__all__``)."""
+    lines = ["# Modules by layer", "",
+             "Generated from the source when the site is built. The package is layered; a module imports only "
+             "from its own layer and the layers below it (the import-linter contract in pyproject.toml; "
+             "[Architecture](../architecture.md) says why). To find where a change goes, find the concept here: "
+             "the format in `core`, making data in `sim`/`record`/`dora`, judging it in `validate`, data from "
+             "data in `ops`, learning and looking in `learn`/`explore`, and the commands in `cli`.", ""]
+    for depth, layer in enumerate(layers(), 1):
+        for package in layer:
+            init = PACKAGE / package / "__init__.py"
+            doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+            lines += [f"## `openarm_sim_dataset.{package}` (layer {depth} of {len(layers())}, top first)", ""]
+            if doc:
+                lines += [_markdown_inline(_first_paragraph(doc)[0]), ""]
+            exported = _exported(init)
+            if exported:
+                lines += ["Exports: " + ", ".join(f"`{n}`" for n in exported) + ".", ""]
+            lines += ["| module | what it is |", "|---|---|"]
+            lines += [f"| `{module_name(p)}` | {_cell(_summary(p))} |" for p in public_modules(package)
+                      if p != init]
+            lines.append("")
+    core = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or ""
+    lines += ["## `openarm_sim_dataset`", "", _markdown_inline(_first_paragraph(core)[0]), "",
+              "Exports: " + ", ".join(f"`{n}`" for n in _exported(PACKAGE / "__init__.py")) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def _exported(init: Path) -> list[str]:
+    """The names of ``__all__`` in a package's ``__init__.py`` (read, not imported), [] without one."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+    return []
+
+
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "checks"
-    print({"cli": cli_page, "checks": checks_page, "tasks": tasks_page}[which]())
+    print({"cli": cli_page, "checks": checks_page, "tasks": tasks_page, "modules": modules_page}[which]())
