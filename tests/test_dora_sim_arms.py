@@ -94,6 +94,7 @@ def recorded(tmp_path_factory):
     return tmp / "ds", wire.stream
 
 
+@pytest.mark.slow
 def test_the_nodes_episodes_carry_their_sidecar_and_validate_against_the_physics(recorded):
     out, stream = recorded
     ds = Dataset(out)
@@ -129,6 +130,7 @@ def test_replay_of_a_recorded_episode_is_bit_exact(recorded):
     assert r.frames == len(side["step"]) > 5 and r.exact == r.state_exact == r.frames and r.max_qpos_diff == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault, check", [("obs value", "sim_streams_agree"), ("control", "sim_replay"),
                                           ("no sidecar", "sim_episodes")])
 def test_a_corrupted_copy_fails_the_check_that_owns_it(recorded, tmp_path, fault, check):

@@ -85,6 +85,7 @@ def zero_rollouts(tmp_path_factory):
     return out, json.loads(r.stdout)
 
 
+@pytest.mark.slow
 def test_rollout_dataset_validates_and_replays(zero_rollouts):
     out, report = zero_rollouts
     meta = Metadata.load(out)
@@ -98,6 +99,7 @@ def test_rollout_dataset_validates_and_replays(zero_rollouts):
     run_cli("replay", out, "--episode", "1")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [{"success": True, "outcome": "success"}, {"outcome": "undone"}])
 def test_a_relabelled_rollout_fails_sim_labels(zero_rollouts, tmp_path, change):
     """A rollout's labels are judged again by the task's state-only rule (what the environment labelled
@@ -117,6 +119,7 @@ def test_a_relabelled_rollout_fails_sim_labels(zero_rollouts, tmp_path, change):
     assert "rule judges" in r.stdout
 
 
+@pytest.mark.slow
 def test_resume_and_compare_with_a_dataset(zero_rollouts, tmp_path):
     out, _ = zero_rollouts
     import shutil
