@@ -18,6 +18,9 @@ from PIL import Image
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import Thresholds
 
+#: one worker: the module's stripped copy is built once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_camera_content")
+
 CHECKS = ["camera_coverage", "camera_continuity", "camera_joint_timing"]
 
 

@@ -22,6 +22,9 @@ pytest.importorskip("mujoco")
 from openarm_sim_dataset import Dataset  # noqa: E402
 from openarm_sim_dataset.cli import LineProgress, progress_bar, progress_line  # noqa: E402
 
+#: one worker: the module's source dataset is built once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_cli_conduct")
+
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory, tiny_generated) -> Path:

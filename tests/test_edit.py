@@ -17,6 +17,9 @@ from PIL import Image
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate.core import validate
 
+#: one worker: the module's recorded dataset is built once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_edit")
+
 HZ, CAM_HZ = 250, 10
 T0 = 1_772_000_000_000_000_000
 #: per episode: idle head, motion, idle tail (s)

@@ -95,6 +95,7 @@ def test_regeneration_is_identical_file_for_file(tiny_generated, tmp_path):
     assert [k for k in a if a[k] != b[k]] == []
 
 
+@pytest.mark.slow
 def test_contradicting_arguments_and_second_writer_refused(generated, tmp_path):
     import shutil
 

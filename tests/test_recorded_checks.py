@@ -21,6 +21,9 @@ from openarm_sim_dataset.validate import Thresholds, valid_flags
 from openarm_sim_dataset.validate.encoding import ENCODING_CHECKS
 from openarm_sim_dataset.validate.physics import PHYSICS_CHECKS
 
+#: one worker: the module's stripped copy is built once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_recorded_checks")
+
 MEANING = [n for n, _ in PHYSICS_CHECKS + ENCODING_CHECKS]
 
 

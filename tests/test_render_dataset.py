@@ -30,6 +30,9 @@ from openarm_sim_dataset import Dataset, sidecar  # noqa: E402
 from openarm_sim_dataset.sim.generate import generate  # noqa: E402
 from openarm_sim_dataset.sim.render_dataset import RENDER_KEY, RenderConfig, render_dataset  # noqa: E402
 
+#: one worker: the module's physics-only datasets are built once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_render_dataset")
+
 
 def physics_only(cfg):
     """``cfg`` without cameras (what ``dataset-generate --cameras none`` builds from the same arguments)."""

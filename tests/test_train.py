@@ -22,6 +22,9 @@ pytest.importorskip("gymnasium", reason="the env extra (gymnasium) is not instal
 from openarm_sim_dataset import bc  # noqa: E402
 from openarm_sim_dataset.metadata import Metadata  # noqa: E402
 
+#: one worker: the module's trained checkpoints are built once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_train")
+
 #: the evaluation of test_evaluate.py's TINY_EVAL, at tiny_generated's camera (head 32x24)
 TINY_EVAL = ["--size", "32x24", "--cameras", "head", "--camera-hz", "2.5", "--max-time", "1", "--quiet", "--seed", "10"]
 FEW = ["--steps", "4", "--batch", "16", "--hidden", "32", "--quiet", "--val", "0.5"]
