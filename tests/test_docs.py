@@ -118,7 +118,8 @@ def _every_module(package_dir: Path) -> set[str]:
     out = set()
     for path in package_dir.rglob("*.py"):
         parts = path.relative_to(package_dir).with_suffix("").parts
-        if any(part.startswith("_") for part in parts[:-1]) or (parts[-1].startswith("_") and parts[-1] != "__init__"):
+        private_file = parts[-1].startswith("_") and parts[-1] != "__init__"
+        if private_file or any(part.startswith("_") for part in parts[:-1]):
             continue
         if parts[-1] == "__init__":
             parts = parts[:-1]

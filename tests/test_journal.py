@@ -394,7 +394,8 @@ SCALE_KILLS = (((300, "journal"), (900, "journal"), (1500, "folded")) if SCALE_E
 @pytest.mark.slow
 def test_scale_generation_killed_unforced_resumes_with_every_episode_once(tmp_path):
     """Issue 27 at scale: a real physics-only generation of SCALE_EPISODES (2 workers, folds as in production:
-    after every commit below SCALE_FOLD_ALWAYS_BELOW listed entries (256 in production), then when the journal holds 1/8 of them or is 10 s old)
+    after every commit below SCALE_FOLD_ALWAYS_BELOW listed entries (256 in production), then when the
+    journal holds 1/8 of them or is 10 s old)
     SIGKILLed at the listed counts of SCALE_KILLS; each time as :func:`check_killed` says. The resumed run
     exits 0 and lists 0..n-1 once each, in order, with no journal left; openarm_dataset lists the same;
     the form and integrity checks pass on every episode. The episodes around each kill (the last one the
