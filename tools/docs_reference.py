@@ -386,9 +386,13 @@ def _markdown_inline(text: str) -> str:
     return re.sub(r":[a-z]+:`~?\.?([^`]+)`", r"`\1`", text.replace("``", "`"))
 
 
+def _docstring(path: Path) -> str:
+    return ast.get_docstring(_source(str(path))[0]) or ""
+
+
 def _summary(path: Path) -> str:
     """The first sentence of a module's docstring ("" when it has none); a command's usage line as code."""
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    doc = _docstring(path)
     if doc.startswith("dataset-"):
         return f"`{doc.splitlines()[0].rstrip(':. ')}`"
     first = _first_paragraph(doc)[0] if doc else ""
@@ -406,11 +410,12 @@ def modules_page() -> str:
              "[Architecture](../architecture.md) says why). To find where a change goes, find the concept here: "
              "the format in `core`, making data in `sim`/`record`/`dora`, judging it in `validate`, data from "
              "data in `ops`, learning and looking in `learn`/`explore`, and the commands in `cli`.", ""]
-    for depth, layer in enumerate(layers(), 1):
+    contract = layers()
+    for depth, layer in enumerate(contract, 1):
         for package in layer:
             init = PACKAGE / package / "__init__.py"
-            doc = ast.get_docstring(ast.parse(init.read_text())) or ""
-            lines += [f"## `openarm_sim_dataset.{package}` (layer {depth} of {len(layers())}, top first)", ""]
+            doc = _docstring(init)
+            lines += [f"## `openarm_sim_dataset.{package}` (layer {depth} of {len(contract)}, top first)", ""]
             if doc:
                 lines += [_markdown_inline(_first_paragraph(doc)[0]), ""]
             exported = _exported(init)
@@ -420,15 +425,15 @@ def modules_page() -> str:
             lines += [f"| `{module_name(p)}` | {_cell(_summary(p))} |" for p in public_modules(package)
                       if p != init]
             lines.append("")
-    core = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or ""
-    lines += ["## `openarm_sim_dataset`", "", _markdown_inline(_first_paragraph(core)[0]), "",
+    top = _first_paragraph(_docstring(PACKAGE / "__init__.py"))[0]
+    lines += ["## `openarm_sim_dataset`", "", _markdown_inline(top), "",
               "Exports: " + ", ".join(f"`{n}`" for n in _exported(PACKAGE / "__init__.py")) + "."]
     return "\n".join(lines) + "\n"
 
 
 def _exported(init: Path) -> list[str]:
     """The names of ``__all__`` in a package's ``__init__.py`` (read, not imported), [] without one."""
-    for node in ast.parse(init.read_text()).body:
+    for node in _source(str(init))[0].body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
             return [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
     return []
