@@ -67,7 +67,7 @@ class Frame:
 
     def load(self) -> np.ndarray:
         """Decode to an HxWx3 uint8 RGB array."""
-        return decode_jpeg(self.read_bytes(), self.path)
+        return self.camera.load_frame(self.index)
 
     def open_image(self) -> Image.Image:
         """The frame as a PIL image (decoded on first pixel access; the JPEG bytes are in memory)."""
@@ -233,7 +233,42 @@ def _sorted_unique(path, stamps: np.ndarray, *others: np.ndarray):
     return (stamps, *(o[order] for o in others))
 
 
-class Camera:
+class FrameSequence:
+    """What every camera shares over its sorted int64 ns ``timestamps``: the frame count and lazy
+    :class:`Frame` objects (nothing read or decoded). :class:`Camera` and the decoded cameras of
+    :mod:`.video_camera` build on it; each defines ``name``, ``timestamps`` and how a frame is read."""
+
+    name: str
+    timestamps: np.ndarray
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.timestamps)
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def load_timestamps(self) -> list[float]:
+        """Frame timestamps as a list of float seconds (Unix seconds for recorded data, as openarm_dataset
+        returns them; from the episode's start for LeRobot data); :attr:`timestamps` holds the exact int64
+        nanoseconds."""
+        return (self.timestamps / 1e9).tolist()
+
+    def get_frame(self, index: int) -> Frame:
+        n = len(self.timestamps)
+        if not -n <= index < n:
+            raise IndexError(f"camera {self.name!r} has {n} frames, no index {index}")
+        index = index % n
+        return Frame(self, index, int(self.timestamps[index]))
+
+    def frames(self) -> Iterator[Frame]:
+        for i in range(len(self.timestamps)):
+            yield Frame(self, i, int(self.timestamps[i]))
+
+    __iter__ = frames
+
+
+class Camera(FrameSequence):
     """The frames of one camera in one episode, from a folder or a tar archive.
 
     ``timestamps`` are int64 nanoseconds, sorted; ``get_frame(i)`` is lazy (nothing decoded).
@@ -279,13 +314,6 @@ class Camera:
         return [names[i] for i in order], stamps_arr
 
     @property
-    def num_frames(self) -> int:
-        return len(self.timestamps)
-
-    def __len__(self) -> int:
-        return len(self.timestamps)
-
-    @property
     def base_path(self) -> Path:
         """The folder form of the camera's path (``.../cameras/head``), as openarm_dataset names it."""
         return self.path.with_suffix("") if self.format == "tar" else self.path
@@ -309,24 +337,6 @@ class Camera:
             if not tar.is_file():
                 raise CameraError(tar, f"camera {self.name!r}: no such tar archive")
             self._open(base, tar)
-
-    def load_timestamps(self) -> list[float]:
-        """Frame timestamps as a list of float Unix seconds, as openarm_dataset returns them;
-        :attr:`timestamps` holds the exact int64 nanoseconds."""
-        return (self.timestamps / 1e9).tolist()
-
-    def get_frame(self, index: int) -> Frame:
-        n = len(self.timestamps)
-        if not -n <= index < n:
-            raise IndexError(f"camera {self.name!r} has {n} frames, no index {index}")
-        index = index % n
-        return Frame(self, index, int(self.timestamps[index]))
-
-    def frames(self) -> Iterator[Frame]:
-        for i in range(len(self.timestamps)):
-            yield Frame(self, i, int(self.timestamps[i]))
-
-    __iter__ = frames
 
     def frame_size(self, index: int) -> int:
         """Size in bytes of frame ``index``."""
@@ -374,6 +384,10 @@ class Camera:
         if self.format == "dir":
             return self.path / self._names[index]
         return self.path / layout.frame_name(self.timestamps[index])
+
+    def load_frame(self, index: int) -> np.ndarray:
+        """Frame ``index`` decoded to an HxWx3 uint8 RGB array."""
+        return decode_jpeg(self.read_bytes(index), self.frame_path(index))
 
     def read_bytes(self, index: int) -> bytes:
         if self.format == "dir":

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from . import formats, kinematics, layout, sampler, sidecar, smoothing as sm
+from . import formats, kinematics, layout, lerobot_layout, sampler, sidecar, smoothing as sm
 from .camera import Camera
 from .dataframe import stream_dataframe
 from .errors import DatasetError, StreamError
+from .lerobot import LeRobotSource
 from .metadata import Metadata
 from .resample import CameraDict, SampleSequence, check_stamps, episode_grid  # noqa: F401 (re-exported: the PyTorch loader's index imports it from here)
 from .streams import Stream, read_attribute_file, read_state_file, read_timestamps
@@ -51,7 +52,8 @@ def folder_problem(path: Path) -> str:
 
 
 class Dataset:
-    """An OpenArm dataset folder of any layout (0.4.0, 0.3.0, 0.2.0, 0.1.0, unversioned).
+    """An OpenArm dataset folder of any layout (0.4.0, 0.3.0, 0.2.0, 0.1.0, unversioned), or a LeRobot
+    dataset (v2.1, v3.0: see :mod:`.lerobot`), recognised by its content.
 
     Takes openarm_dataset's arguments: ``meta`` (a :class:`Metadata` to use instead of the stored one),
     ``camera_names`` (a subset; legacy names such as ``left_wrist`` accepted), ``kinematics`` (must be
@@ -69,6 +71,11 @@ class Dataset:
         if kinematics is not None:
             raise ValueError("kinematics=: openarm_dataset's FK/IK engines are not used here; state= conversions use "
                              "openarm_sim_dataset.kinematics (the MuJoCo model)")
+        #: the LeRobot dataset being read (None for an OpenArm layout): consumers branch on it, never on paths
+        self.lerobot: LeRobotSource | None = None
+        if meta is None and lerobot_layout.is_lerobot(self.root):
+            self.lerobot = LeRobotSource(self.root)
+            meta = self.lerobot.metadata
         self.meta = Metadata.load(self.root) if meta is None else meta
         self._camera_names = None
         if camera_names is not None:
@@ -90,7 +97,7 @@ class Dataset:
     # ------------------------------------------------------------------ episodes
     @property
     def version(self) -> str:
-        """Layout the dataset was read from ('unversioned' for the oldest)."""
+        """Layout the dataset was read from ('unversioned' for the oldest; ``lerobot_v3.0`` for LeRobot)."""
         return self.meta.layout
 
     @property
@@ -139,15 +146,21 @@ class Dataset:
         return layout.check_name(self.episode(episode)["id"], "episode id", self.root / layout.METADATA_FILE)
 
     def episode_path(self, episode: EpisodeRef | None = None) -> Path:
-        """The episode's folder (the dataset folder for ``None``, as in openarm_dataset)."""
+        """The episode's folder (the dataset folder for ``None``, as in openarm_dataset); for a LeRobot
+        dataset the parquet file holding its frames."""
         if episode is None:
             return self.root
+        if self.lerobot is not None:
+            return self.lerobot.data_path(self.episode_id(episode))
         return layout.episode_dir(self.root, self.episode_id(episode))
 
     # ------------------------------------------------------------------- streams
     def stream_files(self, episode: EpisodeRef, kind: str) -> list[StreamFile]:
-        """The parquet files holding an episode's obs or action streams (nothing is read)."""
+        """The parquet files holding an episode's obs or action streams (nothing is read); none for a
+        LeRobot dataset, whose streams are columns of a frame table (:meth:`streams` reads them)."""
         ep_id = self.episode_id(episode)
+        if self.lerobot is not None:
+            return []
         out: list[StreamFile] = []
         for emb in self.meta.embodiments:
             for comp in emb.components or (None,):
@@ -166,6 +179,8 @@ class Dataset:
 
     def streams(self, episode: EpisodeRef, kind: str) -> dict[str, Stream]:
         """All obs or action streams of an episode, keyed ``arms/right/qpos`` (each file read once)."""
+        if self.lerobot is not None:
+            return self.lerobot.streams(self.episode_id(episode), kind)
         out: dict[str, Stream] = {}
         for f in self.stream_files(episode, kind):
             if f.attribute is None:
@@ -224,8 +239,10 @@ class Dataset:
     # ------------------------------------------------------------------- cameras
     def load_camera(self, name: str, episode: EpisodeRef) -> Camera:
         """One camera of an episode; ``name`` may be a legacy name (``left_wrist`` for ``wrist_left``)."""
-        name = self.meta.camera_name(name, self.root / layout.METADATA_FILE)
+        name = self.meta.camera_name(name, self.meta.path if self.lerobot else self.root / layout.METADATA_FILE)
         ep_id = self.episode_id(episode)
+        if self.lerobot is not None:
+            return self.lerobot.camera(ep_id, name)
         stored = self.meta.stored_camera_name(name)
         path = layout.camera_dir(self.root, ep_id, name, self.version, stored)
         fallbacks = []
@@ -296,6 +313,11 @@ class Dataset:
         """The grid (int64 ns) :meth:`sample` uses for an episode, from the timestamps alone (no
         values read): ``time_grid`` over the common range of every stream and camera."""
         stamp_arrays = []
+        if self.lerobot is not None:
+            ep_id = self.episode_id(episode)
+            stamps = self.lerobot.row_timestamps(ep_id)
+            check_stamps(stamps, self.lerobot.data_path(ep_id), f"episode {ep_id} rows")
+            stamp_arrays.append(stamps)
         for kind in layout.KINDS:
             for f in self.stream_files(episode, kind):
                 stamps, names = read_timestamps(f.path)
@@ -365,9 +387,11 @@ class Dataset:
         complete. An existing ``out`` is refused. Smoothing never applies to what is written.
         """
         out = Path(out)
-        if format not in (None, "openarm"):
-            # the converters sit above the reader: formats imports them on first use, they register there
-            return formats.writer(format)(self, out, format, camera_format=camera_format, **options)
+        if format not in (None, "openarm") or (self.lerobot is not None and episodes is None and progress is None):
+            # the converters sit above the reader: formats imports them on first use, they register there;
+            # a LeRobot source goes through the openarm converter (stamps from an epoch, JPEG quality)
+            fmt = format or "openarm"
+            return formats.writer(fmt)(self, out, fmt, camera_format=camera_format, **options)
         if options:
             raise TypeError(f"unexpected options for the openarm format: {', '.join(sorted(options))}")
         chosen = self.meta.episodes if episodes is None else [self.episode(e) for e in episodes]

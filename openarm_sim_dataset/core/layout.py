@@ -70,6 +70,15 @@ ARM_DOF = len(ARM_JOINTS)
 #: Camera renames applied when reading 0.1.0 and unversioned datasets.
 LEGACY_CAMERA_RENAMES = {"left_wrist": "wrist_left", "right_wrist": "wrist_right"}
 
+
+def wrist_side(camera: str) -> str | None:
+    """The arm a wrist camera rides on (``right``/``left``), or None for any other camera: ``wrist_<side>``
+    as this layout names it, or ``<side>_wrist`` as older layouts and LeRobot's bimanual OpenArm do."""
+    for side in ARM_SIDES:
+        if camera in (f"wrist_{side}", f"{side}_wrist"):
+            return side
+    return None
+
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 
 

@@ -45,6 +45,19 @@ def grid_points(start_ns: int, n: int, hz: float) -> np.ndarray:
     return start_ns + k * q + (k * r) // p.denominator
 
 
+def snap_seconds(seconds: np.ndarray, hz: float, tolerance_s: float) -> np.ndarray:
+    """Times in float seconds from an episode's start to int64 ns: a time within ``tolerance_s`` of grid
+    point k (``k / hz``) becomes that point exactly, ``floor(k * 1e9 / hz)`` (so that sampling at ``hz``
+    picks it); any other time its own ``floor(seconds * 1e9)``. LeRobot's stamps (``k / fps`` stored as
+    float32) thus land on the grid its exporter drew them from, and an off-grid stamp keeps its time."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    k = np.rint(seconds * hz).astype(np.int64)
+    p = period_ns(hz)
+    q, r = divmod(p.numerator, p.denominator)
+    on_grid = (np.abs(seconds - k / hz) <= tolerance_s) & (k >= 0)
+    return np.where(on_grid, k * q + (k * r) // p.denominator, np.floor(seconds * 1e9).astype(np.int64))
+
+
 def common_range(stamp_arrays: list[np.ndarray]) -> tuple[int, int]:
     """(latest first stamp, earliest last stamp) over non-empty arrays of sorted timestamps."""
     starts = [int(a[0]) for a in stamp_arrays if len(a)]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from openarm_sim_dataset.core.video import psnr  # noqa: F401 - re-exported: moved down to the reader
+
 CODEC = "libx264"
 CODEC_NAME = "h264"  # as LeRobot's info.json names it
 PIX_FMT = "yuv420p"
@@ -117,7 +119,3 @@ def decode_mp4(path: str | os.PathLike) -> Iterator[tuple[float, np.ndarray, boo
             yield float(frame.pts * frame.time_base), frame.to_ndarray(format="rgb24"), bool(frame.key_frame)
 
 
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    """Peak signal-to-noise ratio in dB of two uint8 images (inf if equal)."""
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10.0 * np.log10(255.0**2 / mse)
