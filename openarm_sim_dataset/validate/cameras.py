@@ -57,9 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from openarm_sim_dataset.core import sidecar as sidecar_schema
+from openarm_sim_dataset.core import layout, sidecar as sidecar_schema
 from openarm_sim_dataset.core.camera import Camera, decode_jpeg
 from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.video_camera import DecodedCamera
 
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .timing import exact_timing
@@ -75,7 +76,7 @@ class CameraScan:
     timestamps: np.ndarray  # int64 ns (n,)
     shapes: list  # (H, W, 3) or None when undecodable
     errors: list  # None or the decoding error (naming the file)
-    identical: np.ndarray  # bool (n,): bytes equal to the previous frame's (False for frame 0)
+    identical: np.ndarray  # bool (n,): bytes (decoded cameras: pixels) equal to the previous frame's (False for frame 0)
     diff: np.ndarray  # float64 (n,): mean |difference| to the previous frame, grey levels; NaN: frame 0 or undecodable
     thumbs: np.ndarray  # float32 (n, THUMB_H, THUMB_W): grey thumbnail of each frame (block means); NaN: undecodable
 
@@ -104,11 +105,16 @@ def _scan_chunk(cam: Camera, i0: int, i1: int):
     diff = np.full(i1 - i0, np.nan)
     thumbs = np.full((i1 - i0, THUMB_H, THUMB_W), np.nan, dtype=np.float32)
     prev_bytes = prev_img = None
+    decoded = isinstance(cam, DecodedCamera)  # video or images: its frames are decoded, no JPEG to read
     for i in range(max(i0 - 1, 0), i1):
         frame = cam.get_frame(i)
         try:
-            data = frame.read_bytes()
-            img, err = decode_jpeg(data, frame.path), None
+            if decoded:
+                img, err = cam.load_frame(i), None
+                data = img
+            else:
+                data = frame.read_bytes()
+                img, err = decode_jpeg(data, frame.path), None
         except (DatasetError, OSError) as e:
             data, img, err = None, None, str(e)
         if i >= i0:
@@ -117,7 +123,7 @@ def _scan_chunk(cam: Camera, i0: int, i1: int):
             if img is not None and img.ndim == 3 and img.size:
                 thumbs[i - i0] = thumbnail(img)
             if data is not None and prev_bytes is not None:
-                identical[i - i0] = data == prev_bytes
+                identical[i - i0] = np.array_equal(data, prev_bytes) if decoded else data == prev_bytes
             if img is not None and prev_img is not None and img.shape == prev_img.shape:
                 diff[i - i0] = float(np.abs(img[::2, ::2].astype(np.int16) - prev_img[::2, ::2]).mean())
         prev_bytes, prev_img = data, img
@@ -164,12 +170,12 @@ def _runs(same: np.ndarray) -> list[tuple[int, int]]:
 
 def _arm_motion(ctx: Context, ep: str, camera: str, t0: int, t1: int) -> tuple[float, str] | None:
     """Largest range (rad) of a joint the camera could see move over [t0, t1] (ns) in the obs qpos
-    streams, and what was looked at: a wrist camera ``wrist_<side>`` rides on arm ``<side>`` and sees
+    streams, and what was looked at: a wrist camera ``wrist_<side>`` (or ``<side>_wrist``) rides on arm ``<side>`` and sees
     only that arm's motion move its view; any other camera sees every arm. None: no such arm stream."""
     obs = ctx.streams(ep, "obs")
     if not isinstance(obs, dict):
         return None
-    side = camera[len("wrist_"):] if camera in ("wrist_right", "wrist_left") else None
+    side = layout.wrist_side(camera)
     keys = [f"arms/{side}/qpos"] if side else [k for k in obs if k.endswith("/qpos")]
     moves = []
     for key in keys:
@@ -379,7 +385,7 @@ def _visible_qpos(ctx: Context, ep: str, camera: str) -> list:
     obs = ctx.streams(ep, "obs")
     if not isinstance(obs, dict):
         return []
-    side = camera[len("wrist_"):] if camera in ("wrist_right", "wrist_left") else None
+    side = layout.wrist_side(camera)
     keys = [f"arms/{side}/qpos"] if side else sorted(k for k in obs if k.startswith("arms/") and k.endswith("/qpos"))
     return [obs[k] for k in keys if k in obs and len(obs[k]) > 1]
 

@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from openarm_sim_dataset.core import layout
+from openarm_sim_dataset.core import layout, lerobot_layout
 from openarm_sim_dataset.core.cluster import (
     MAX_RETRIES,
     ClusterError,
@@ -49,8 +49,9 @@ from .registry import check_table, is_sim_check
 
 #: Episodes per group (a group's streams, ~1 MB per default episode, are held at once).
 GROUP_SIZE = 50
-#: Rows that read no episode's files: run once over the whole episode list.
-WHOLE_ROWS = ("metadata", "episode_folders")
+#: Rows that read no episode's files, or compare the whole dataset: run once over the whole episode list.
+WHOLE_ROWS = ("metadata", "episode_folders", "lerobot_info", "lerobot_video_ranges", "lerobot_stats",
+              "lerobot_zero_variance", "lerobot_units")
 #: Timed findings kept per row over the whole run (the detail counts every one).
 MAX_FINDINGS = 10_000
 
@@ -125,13 +126,16 @@ def _dataset(root: str):
 
 
 def _key(root: str) -> tuple:
-    st = os.stat(os.path.join(root, layout.METADATA_FILE))
+    path = os.path.join(root, layout.METADATA_FILE)
+    if not os.path.exists(path):  # a LeRobot dataset: its info.json
+        path = os.path.join(root, lerobot_layout.INFO_FILE)
+    st = os.stat(path)
     return (root, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def table_of(ds, names: list[str], simulation: bool) -> list[tuple[str, object]]:
     """The check table rows named ``names``, in the table's order (as :func:`~.runner.validate` builds it)."""
-    by_name = dict(check_table(ds.meta.simulation, False, simulation))
+    by_name = dict(check_table(ds.meta.simulation, False, simulation, lerobot=ds.lerobot is not None))
     return [(n, by_name[n]) for n in names]
 
 

@@ -11,6 +11,7 @@ from .cameras import CAMERA_CHECKS
 from .check import CheckFn
 from .encoding import ENCODING_CHECKS
 from .form import FORM_CHECKS
+from .lerobot import LEROBOT_CHECKS, LEROBOT_QUICK, OPENARM_ONLY
 from .physics import PHYSICS_CHECKS
 
 #: the names of the simulation checks, known once their family is loaded (no table holds one before)
@@ -41,21 +42,31 @@ def families() -> list[tuple[str, list[tuple[str, CheckFn]], str]]:
         ("encoding", ENCODING_CHECKS, "every dataset with JPEG cameras; not under `--quick`"),
         ("physics", PHYSICS_CHECKS,
          "every dataset (physical consistency of recorded data, no sidecar needed); not under `--quick`"),
+        ("lerobot", LEROBOT_CHECKS,
+         "LeRobot datasets (v2.1, v3.0), in place of the OpenArm layout's own rows (episode folders, manifests, "
+         "summaries, parquet schema, JPEG encoding); info, files, indices, timestamps and video windows also under "
+         "`--quick`"),
         ("simulation", simulation_family().SIM_CHECKS,
          "simulated datasets (a `simulation:` block and sidecars); not under `--quick` or `--no-simulation`"),
     ]
 
 
 def check_table(simulation_block: dict | None, quick: bool = False,
-                simulation: bool = True) -> list[tuple[str, CheckFn]]:
+                simulation: bool = True, lerobot: bool = False) -> list[tuple[str, CheckFn]]:
     """The rows that apply to a dataset whose metadata has ``simulation_block`` (None: a recording):
     the form checks (incl. integrity); unless ``quick``, the camera content, JPEG encoding and physical
     consistency checks; and for a simulated dataset (unless ``simulation`` is false) the simulation
-    checks its block calls for."""
+    checks its block calls for. ``lerobot``: a LeRobot dataset, whose rows replace the OpenArm
+    layout's own."""
     table = list(FORM_CHECKS)
+    if lerobot:
+        table = [row for row in table if row[0] not in OPENARM_ONLY]
+        table += [row for row in LEROBOT_CHECKS if not quick or row[0] in LEROBOT_QUICK]
     if quick:
         return table
     table += CAMERA_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
+    if lerobot:
+        return [row for row in table if row[0] not in OPENARM_ONLY]
     if simulation and simulation_block is not None:
         table += simulation_family().sim_checks(simulation_block)
     return table

@@ -61,7 +61,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
         # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
         renders = bool(regenerate) or checks is None or "sim_render" in checks
         check_rendering() if renders else import_mujoco()
-    table = check_table(ds.meta.simulation, quick, simulation)
+    table = check_table(ds.meta.simulation, quick, simulation, lerobot=ds.lerobot is not None)
     table = [(name, fn) for name, fn in table if checks is None or name in checks]
     remote: dict[str, dict] = {}
     grouped: dict = {}
@@ -143,7 +143,10 @@ def validation_time() -> str:
 
 def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = None) -> None:
     """Write ``valid: true|false`` and ``validated_at`` (``when``, default :func:`validation_time`)
-    into metadata.yaml for the given episodes (atomic write)."""
+    into metadata.yaml for the given episodes (atomic write). A LeRobot dataset is never written into:
+    nothing happens."""
+    if ds.lerobot is not None:
+        return
     meta = ds.meta
     when = when or validation_time()
     for ep in meta.episodes:
