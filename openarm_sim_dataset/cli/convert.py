@@ -14,7 +14,8 @@ STATES = ("qpos", "pose", "rot6d")
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="dataset-convert", description=__doc__,
-        epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0); IN is never modified. OUT must not exist: "
+        epilog="IN may be any readable layout (unversioned, 0.1.0-0.4.0, or a LeRobot v2.1/v3.0 dataset of OpenArm "
+               "arms); IN is never modified. OUT must not exist: "
                "it is built in a temporary folder and renamed into place. LeRobot formats need PyAV "
                "(pip install 'openarm-sim-dataset[lerobot]'); rrd (one Rerun recording file OUT.rrd) needs rerun-sdk "
                "(pip install 'openarm-sim-dataset[rerun]'); robot_eval_logger (OUT/<eval_id>/metadata.json + "
@@ -53,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "openarm_dataset's default is 0.8)")
     p.add_argument("--gop", type=int, default=None, help="LeRobot: keyframe interval in frames (default: fps/2)")
     p.add_argument("--crf", type=int, default=18, help="LeRobot: H.264 constant rate factor (default 18)")
+    p.add_argument("--jpeg-quality", type=int, default=95, metavar="Q",
+                   help="openarm: JPEG quality (1-100, default 95) of frames decoded from another encoding (a "
+                        "LeRobot input's MP4 videos or PNG images); JPEG frames are copied as stored")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -70,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--step-hz applies to --format robot_eval_logger only")
     if args.step_hz is not None and not 0 < args.step_hz < float("inf"):
         parser.error(f"--step-hz must be a positive number, not {args.step_hz:g}")
+    if not 1 <= args.jpeg_quality <= 100:
+        parser.error(f"--jpeg-quality must be from 1 to 100, not {args.jpeg_quality}")
+    if args.jpeg_quality != 95 and args.format != "openarm":
+        parser.error("--jpeg-quality applies to --format openarm only")
     if not 0.0 <= args.train_split <= 1.0:
         parser.error(f"--train-split must be between 0 and 1, not {args.train_split}")
 
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.format == "openarm":
             summary = to_openarm(ds, args.output, camera_format=args.camera_format, valid_only=args.valid_only,
                                  success_only=args.success_only, quiet=args.quiet,
-                                 exclude_knocked=args.exclude_knocked)
+                                 exclude_knocked=args.exclude_knocked, jpeg_quality=args.jpeg_quality)
         else:
             opts = LeRobotOptions(fps=args.fps, state=args.state, arm_dynamics=args.arm_dynamics,
                                   valid_only=args.valid_only, success_only=args.success_only,

@@ -2,7 +2,8 @@
 
 Reads metadata.yaml, the timestamp column of each stream and the camera listings; never decodes an
 image. --json prints the figures for machines; --card writes a dataset card (README.md with a YAML
-header a dataset hub reads) into DIR atomically, or to -o FILE. Exit 0, or 2 on unusable input.
+header a dataset hub reads) into DIR atomically, or to -o FILE (a LeRobot dataset is never written
+into: its card needs -o FILE outside it). Exit 0, or 2 on unusable input.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import Parser, run
+from . import Parser, check_output, run
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-info", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
+    p.add_argument("dataset", help="dataset folder (any OpenArm layout, or a LeRobot v2.1/v3.0 dataset)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--episodes", action="store_true", help="also list every episode (duration, success, valid)")
     p.add_argument("--card", action="store_true",
@@ -41,6 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         info = dataset_info(args.dataset)
         if args.card:
             from openarm_sim_dataset.explore.card import write_card  # start-up: not for --help
+
+            if info.get("lerobot") is not None:  # a LeRobot dataset is read, never written into
+                if args.output is None:
+                    from pathlib import Path
+
+                    raise ValueError(f"{Path(args.dataset) / 'meta/info.json'}: a LeRobot dataset is never written "
+                                     "into; give the card a path outside it with -o FILE")
+                check_output(args.output, [args.dataset], folder=False)
 
             path = write_card(args.dataset, args.output, license=args.license, info=info)
             print(f"card written to {path}")

@@ -33,10 +33,13 @@ def size_category(n: int) -> str:
 def card_header(info: dict[str, Any], license: str | None = None) -> dict[str, Any]:
     """The YAML header: license (argument, else metadata's ``license``, else ``unknown``), task
     categories, tags, size category of the episode count, and a pretty name."""
-    tags = ["openarm", "robotics", "LeRobot-convertible"]
-    tags.append("simulation" if info["simulated"] else "real-robot")
-    if info["simulated"]:
-        tags.append("mujoco")
+    if info.get("lerobot"):  # read in place: a LeRobot dataset, OpenArm if the reader found an arm in it
+        tags = ["LeRobot", "robotics"] + (["openarm"] if any(s["prefix"].startswith("arms/") for s in info["streams"]) else [])
+    else:
+        tags = ["openarm", "robotics", "LeRobot-convertible"]
+        tags.append("simulation" if info["simulated"] else "real-robot")
+        if info["simulated"]:
+            tags.append("mujoco")
     return {
         "license": license or info.get("license") or "unknown",
         "task_categories": ["robotics"],
@@ -60,8 +63,11 @@ def card_markdown(info: dict[str, Any], license: str | None = None) -> str:
     e, d = info["episodes"], info["episodes"]["duration_s"]
     name = Path(info["path"]).resolve().name
     kind = "simulated in MuJoCo" if info["simulated"] else "recorded"
+    lr = info.get("lerobot")
+    what = (f"A LeRobot {lr['codebase_version']} dataset (robot_type {lr['robot_type']}, {lr['fps']:g} fps)" if lr
+            else f"An OpenArm dataset ({kind}), OpenArm Dataset layout {info['version']}")
     out = [f"---\n{header}---", "", f"# {name}", "",
-           f"An OpenArm dataset ({kind}), OpenArm Dataset layout {info['version']}: {e['count']} episodes, "
+           f"{what}: {e['count']} episodes, "
            f"{d['total']:.1f} s of data, {human_bytes(info['disk_bytes']['total'])} on disk. "
            "This card was written by `dataset-info --card` (openarm_sim_dataset) from the dataset's files.", ""]
     out += ["## Tasks", "", "| # | prompt | description | episodes | success |", "|---|---|---|---|---|"]
@@ -89,11 +95,12 @@ def card_markdown(info: dict[str, Any], license: str | None = None) -> str:
             size = f"{c['size'][0]}x{c['size'][1]}" if c["size"] else ", ".join(f"{w}x{h}" for w, h in c["sizes"])
             fpe = c["frames_per_episode"]
             out.append(f"| {c['name']} | {size} | {c['frames']} | {fpe['min']}-{fpe['max']} | {_hz(c['declared_hz'])} | "
-                       f"JPEG {'folder' if c['format'] == 'dir' else c['format']} |")
+                       f"{_stored_as(c['format'])} |")
     else:
         out.append("No cameras.")
     b = info["disk_bytes"]
-    out += ["", "Size on disk: " + ", ".join(f"{k} {human_bytes(b[k])}" for k in ("parquet", "images", "sidecar", "metadata"))
+    kinds = ("parquet", "video", "metadata") if "video" in b else ("parquet", "images", "sidecar", "metadata")
+    out += ["", "Size on disk: " + ", ".join(f"{k} {human_bytes(b[k])}" for k in kinds)
             + f"; total {human_bytes(b['total'])}.", ""]
     p = info["provenance"]
     if p:
@@ -108,6 +115,12 @@ def card_markdown(info: dict[str, Any], license: str | None = None) -> str:
                 + (f" (git {str(gen['git_commit'])[:12]})" if gen.get("git_commit") else "") + f"; GL: {p['gl_renderer']}",
                 "- per episode, `episodes/<id>/sim/` holds the exact physics stream (replay is bit-exact on the same "
                 "machine architecture, MuJoCo build and model hash), depth in metres and segmentation labels", ""]
+    if lr:
+        out += ["## How to load", "", "With this package (`pip install 'openarm-sim-dataset[lerobot]'`), read in place:", "",
+                "```python", "from openarm_sim_dataset import Dataset", "", f'ds = Dataset("{name}")',
+                "for s in ds.sample(hz=10, decode=True):", '    s.obs, s.cameras', "```", "",
+                f"As an OpenArm 0.4.0 dataset: `dataset-convert {name} {name}-openarm --format openarm`.", ""]
+        return "\n".join(out)
     out += ["## How to load", "", "With this package (`pip install openarm-sim-dataset`):", "", "```python",
             "from openarm_sim_dataset import Dataset", "", f'ds = Dataset("{name}")',
             "for s in ds.sample(hz=10):            # causal resampling on an integer-ns grid",
@@ -119,6 +132,10 @@ def card_markdown(info: dict[str, Any], license: str | None = None) -> str:
             "from lerobot.datasets.lerobot_dataset import LeRobotDataset", "",
             f'ds = LeRobotDataset("local/{name}", root="{name}-lerobot", video_backend="pyav")', "```", ""]
     return "\n".join(out)
+
+
+def _stored_as(fmt: str) -> str:
+    return {"dir": "JPEG folder", "tar": "JPEG tar", "video": "MP4 video"}.get(fmt, f"JPEG {fmt}")
 
 
 def _cell(text: Any) -> str:

@@ -19,10 +19,19 @@ never decodes an image, and imports neither pandas nor MuJoCo nor matplotlib.
 ``cameras``    ``name``, ``format`` (dir|tar), ``size`` [W, H] (None if frames differ: see ``sizes``),
                ``frames``, ``frames_per_episode`` {min, max}, ``declared_hz``, ``measured_hz``
 ``disk_bytes`` ``parquet``, ``images``, ``sidecar``, ``metadata``, ``other``, ``total`` (each inode once)
+``lerobot``    (LeRobot datasets only) ``codebase_version``, ``robot_type``, ``fps``, ``data_files``,
+               ``video_files``, ``unmapped`` (features read as generic ``lerobot/<feature>`` streams)
 ``provenance`` (simulated datasets) ``simulator``, ``mujoco_version``, ``model_sha256`` (12-hex prefix),
                ``seed``, ``sigma_m``, ``retry``, ``randomization`` (if recorded), ``timestep_s``,
                ``state_hz``, ``camera_hz``, ``gl_renderer``, ``generator``
 ``edited_from`` the edits (``dataset-edit``) the dataset comes from, or None: :func:`edited_from`
+
+A LeRobot dataset (``Dataset.lerobot``; read, never written into) gives the same figures from the
+reader: its streams (``Dataset.streams``: rows, stamps on the fps grid, the OpenArm arms mapped and the
+rest as ``lerobot/<feature>``) and video cameras (frame count and stamps from the MP4's packet index,
+size from its stream header: nothing decoded). ``disk_bytes`` then holds ``parquet`` (``data/``),
+``video`` (``videos/``), ``metadata`` (``meta/``) and ``other``; ``per_episode`` items gain ``bytes``
+(``{parquet, video}`` of the episode's own files in v2.1; None in v3.0, whose files hold many episodes).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from openarm_sim_dataset.core.dataset import Dataset
 from openarm_sim_dataset.core.episode_summary import camera_figures, jpeg_size, stream_figures  # noqa: F401 (jpeg_size: public here too)
 from openarm_sim_dataset.core.report import human_bytes
 from openarm_sim_dataset.core.stats import wilson_interval
+from openarm_sim_dataset.core.video_camera import DecodedCamera
 
 #: Length of the model hash prefix shown (hex digits).
 HASH_PREFIX = 12
@@ -52,6 +62,8 @@ def _episode_figures(ds: Dataset, ep: dict) -> dict:
     """One episode's figures from its files: its entry, its streams' and cameras' spans, and the bytes
     of its folder (files with one link summed; hard-linked ones returned by inode, counted once over
     the dataset)."""
+    if ds.lerobot is not None:
+        return _lerobot_episode_figures(ds, ep)
     first, last, streams, cameras = [], [], [], []
     for kind in layout.KINDS:
         for f in ds.stream_files(ep, kind):
@@ -65,6 +77,89 @@ def _episode_figures(ds: Dataset, ep: dict) -> dict:
     disk, shared = _tree_bytes(ds.root, ds.episode_path(ep))
     return {"entry": _entry(ds, ep, first, last), "streams": streams, "cameras": cameras, "disk": disk,
             "shared": shared}
+
+
+def _lerobot_episode_figures(ds: Dataset, ep: dict) -> dict:
+    """A LeRobot episode's figures from the reader: every stream of :meth:`Dataset.streams` (its key split
+    as the reader's writers split it: ``arms/right`` + ``qpos``, ``lerobot`` + ``observation.state``) and
+    every camera's packet index. Its bytes are not counted here (:func:`_lerobot_disk` walks the folder)."""
+    first, last, streams, cameras = [], [], [], []
+    for kind in layout.KINDS:
+        # the attributes of a component are rows of one table: counted once, as a state.parquet's rows are
+        groups: dict[tuple[str, tuple[str, ...]], list] = {}
+        for key, s in ds.streams(ep, kind).items():
+            prefix, attribute = key.rsplit("/", 1)
+            groups.setdefault((prefix, s.columns), [[], s])[0].append(attribute)
+        for (prefix, columns), (attributes, s) in groups.items():
+            n = len(s.timestamps)
+            span = (n, int(s.timestamps[-1]) - int(s.timestamps[0])) if n else None
+            streams.append((kind, prefix, attributes, list(columns), n, span))
+            if n:
+                first.append(int(s.timestamps.min()))
+                last.append(int(s.timestamps.max()))
+    for name, cam in ds.load_cameras(ep).items():
+        cameras.append(_camera_row(name, _video_figures(cam)))
+    entry = _entry(ds, ep, first, last)
+    entry["bytes"] = _lerobot_episode_bytes(ds, ep)
+    return {"entry": entry, "streams": streams, "cameras": cameras, "disk": {}, "shared": []}
+
+
+def _video_figures(cam) -> dict:
+    """:func:`camera_figures` of a camera decoded from another encoding: a video camera's size from its
+    MP4's stream header (no frame decoded), an image camera's from its first image (no JPEG encoded)."""
+    if not isinstance(cam, DecodedCamera):
+        return camera_figures(cam)
+    n = cam.num_frames
+    if not n:
+        size = None
+    elif cam.format == "video":
+        size = [int(cam.index.width), int(cam.index.height)]
+    else:
+        h, w = cam.load_frame(0).shape[:2]
+        size = [int(w), int(h)]
+    return {"format": cam.format, "frames": int(n), "size": size,
+            "first_ns": int(cam.timestamps[0]) if n else None, "last_ns": int(cam.timestamps[-1]) if n else None}
+
+
+def _lerobot_episode_bytes(ds: Dataset, ep: dict) -> dict | None:
+    """``{parquet, video}`` bytes of a v2.1 episode's own data file and MP4s; None in v3.0 (shared files)."""
+    if ds.lerobot.codebase_version != "v2.1":
+        return None
+    ep_id = ds.episode_id(ep)
+    out = {"parquet": os.stat(ds.lerobot.data_path(ep_id)).st_size, "video": 0}
+    for key in ds.lerobot.video_keys:
+        path, _ = ds.lerobot.video_file(ep_id, key)
+        out["video"] += os.stat(path).st_size
+    return out
+
+
+#: ``disk_bytes`` kinds of a LeRobot dataset, by top folder
+_LEROBOT_KINDS = {"data": "parquet", "videos": "video", "meta": "metadata"}
+
+
+def _lerobot_disk(root: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Bytes by kind of a LeRobot dataset's files (each inode once), and the number of data and video
+    files."""
+    out = {"parquet": 0, "images": 0, "video": 0, "sidecar": 0, "metadata": 0, "other": 0}
+    files = {"data_files": 0, "video_files": 0}
+    seen: set[tuple[int, int]] = set()
+    for dirpath, _dirnames, names in os.walk(root):
+        rel = Path(os.path.relpath(dirpath, root)).parts
+        top = rel[0] if rel and rel[0] != "." else None
+        for name in names:
+            st = os.lstat(os.path.join(dirpath, name))
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            kind = _LEROBOT_KINDS.get(top, "other")
+            if kind == "parquet" and not name.endswith(".parquet") or kind == "video" and not name.endswith(".mp4"):
+                kind = "other"
+            out[kind] += st.st_size
+            if kind == "parquet":
+                files["data_files"] += 1
+            elif kind == "video":
+                files["video_files"] += 1
+    return out, files
 
 
 def _stream_row(kind: str, prefix: str, attribute: str | None, columns, s: dict) -> tuple:
@@ -179,7 +274,8 @@ def _all_figures(ds: Dataset, workers: int) -> list[dict]:
         plan = _Plan(ds)
         figures = [_summary_figures(ds, ep, plan) for ep in ds.episodes]
     todo = [i for i, f in enumerate(figures) if f is None]
-    if workers <= 1 or len(todo) < PARALLEL_MIN:
+    # a LeRobot dataset's episodes share data files that one process reads once (cached): no workers
+    if workers <= 1 or len(todo) < PARALLEL_MIN or ds.lerobot is not None:
         for i in todo:
             figures[i] = _episode_figures(ds, ds.episodes[i])
         return figures
@@ -218,7 +314,9 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
     seen: set[tuple] = set()
     for fig in _all_figures(ds, workers):
         for kind, prefix, attrs, columns, rows, span in fig["streams"]:
-            acc = stream_acc.setdefault((kind, prefix), {"attributes": [], "columns": columns, "rows": 0, "spans": []})
+            # by columns too: a LeRobot dataset's generic features share the prefix "lerobot"
+            acc = stream_acc.setdefault((kind, prefix, tuple(columns)),
+                                        {"attributes": [], "columns": columns, "rows": 0, "spans": []})
             acc["attributes"] += [a for a in attrs if a not in acc["attributes"]]
             acc["rows"] += rows
             if span is not None:
@@ -237,15 +335,15 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
                 seen.add(key)
                 disk[kind] += nbytes
         per_episode.append(fig["entry"])
-    listed = set(ds.episode_ids)
-    rest, shared = _tree_bytes(ds.root, ds.root, skip=lambda rel: len(rel) == 2 and rel[0] == layout.EPISODES_DIR
-                               and rel[1] in listed)
-    for k, v in rest.items():
-        disk[k] += v
-    for key, kind, nbytes in shared:
-        if key not in seen:
-            seen.add(key)
-            disk[kind] += nbytes
+    lerobot = None
+    if ds.lerobot is not None:
+        disk, files = _lerobot_disk(ds.root)
+        lr = ds.lerobot
+        lerobot = {"codebase_version": lr.codebase_version, "robot_type": lr.info.get("robot_type"), "fps": lr.fps,
+                   **files, "unmapped": sorted({a for key, acc in stream_acc.items() if key[1] == "lerobot"
+                                               for a in acc["attributes"]})}
+    else:
+        _other_bytes(ds, disk, seen)
     disk["total"] = sum(disk.values())
 
     durations = np.array([e["duration_s"] for e in per_episode], dtype=np.float64)
@@ -271,11 +369,14 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
         mine = [e for e in per_episode if e["task_index"] == i or (e["task_index"] is None and len(meta.tasks) == 1)]
         tasks.append({"index": i, "prompt": task.get("prompt"), "description": task.get("description"), **_rate(mine)})
     streams = []
-    for (kind, prefix), acc in stream_acc.items():
+    for (kind, prefix, _), acc in stream_acc.items():
         emb, _, comp = prefix.partition("/")
+        declared = meta.frequency(kind, emb, comp or None)
+        if declared is None and ds.lerobot is not None:
+            declared = float(ds.lerobot.fps)  # every LeRobot feature is one value per frame
         streams.append({
             "kind": kind, "prefix": prefix, "attributes": acc["attributes"], "columns": acc["columns"],
-            "rows": acc["rows"], "declared_hz": meta.frequency(kind, emb, comp or None),
+            "rows": acc["rows"], "declared_hz": declared,
             "measured_hz": _measured_hz(acc["spans"]),
         })
     cameras = []
@@ -289,7 +390,7 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
             "declared_hz": meta.frequency("cameras", meta.stored_camera_name(name)),
             "measured_hz": _measured_hz(acc["spans"]),
         })
-    return {
+    out = {
         "path": str(ds.root),
         "version": ds.version,
         "simulated": meta.simulation is not None,
@@ -302,6 +403,22 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
         "provenance": provenance(meta.simulation) if meta.simulation is not None else None,
         "edited_from": edited_from(meta.data),
     }
+    if lerobot is not None:
+        out["lerobot"] = lerobot
+    return out
+
+
+def _other_bytes(ds: Dataset, disk: dict[str, int], seen: set[tuple]) -> None:
+    """Add to ``disk`` the bytes of an OpenArm dataset's files outside its listed episodes."""
+    listed = set(ds.episode_ids)
+    rest, shared = _tree_bytes(ds.root, ds.root, skip=lambda rel: len(rel) == 2 and rel[0] == layout.EPISODES_DIR
+                               and rel[1] in listed)
+    for k, v in rest.items():
+        disk[k] += v
+    for key, kind, nbytes in shared:
+        if key not in seen:
+            seen.add(key)
+            disk[kind] += nbytes
 
 
 def edited_from(doc: dict) -> list[dict] | None:
@@ -423,8 +540,15 @@ def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
     """The human-readable report of :func:`dataset_info`."""
     e = info["episodes"]
     d = e["duration_s"]
-    lines = [f"{info['path']}: OpenArm dataset, layout {info['version']}"
-             + (" (simulated)" if info["simulated"] else " (recorded)")]
+    lr = info.get("lerobot")
+    if lr:
+        lines = [f"{info['path']}: LeRobot dataset {lr['codebase_version']}, robot_type {lr['robot_type']}, "
+                 f"{lr['fps']:g} fps; {lr['data_files']} data file(s), {lr['video_files']} video file(s)"]
+        if lr["unmapped"]:
+            lines.append(f"unmapped   no OpenArm arm found in {', '.join(lr['unmapped'])}: read as lerobot/<feature>")
+    else:
+        lines = [f"{info['path']}: OpenArm dataset, layout {info['version']}"
+                 + (" (simulated)" if info["simulated"] else " (recorded)")]
     lines.append(f"episodes   {e['count']}, {d['total']:.1f} s in total; per episode min {d['min']:.2f} s, "
                  f"median {d['median']:.2f} s, max {d['max']:.2f} s")
     lines.append(f"success    {_pct(e)}")
@@ -450,7 +574,8 @@ def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
                      f"({fpe['min']}-{fpe['max']} per episode)  declared {_hz(c['declared_hz'])}, "
                      f"measured {_hz(None if c['measured_hz'] is None else round(c['measured_hz'], 2))}")
     b = info["disk_bytes"]
-    lines.append("disk       " + ", ".join(f"{k} {human_bytes(b[k])}" for k in ("parquet", "images", "sidecar", "metadata", "other"))
+    kinds = ("parquet", "video", "metadata", "other") if "video" in b else ("parquet", "images", "sidecar", "metadata", "other")
+    lines.append("disk       " + ", ".join(f"{k} {human_bytes(b[k])}" for k in kinds)
                  + f"; total {human_bytes(b['total'])}")
     p = info["provenance"]
     if p:

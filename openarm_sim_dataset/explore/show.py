@@ -51,12 +51,17 @@ class Layout:
     frame: int | None = None
 
 
+def _meta_file(ds: Dataset) -> Path:
+    """The file a dataset's metadata comes from (``metadata.yaml``; a LeRobot dataset's ``meta/info.json``)."""
+    return ds.meta.path if ds.lerobot is not None else ds.root / layout.METADATA_FILE
+
+
 def select_frame(ds: Dataset, episode: EpisodeRef, frame: int | None = None, time_s: float | None = None) -> tuple[int, int]:
     """(frame index, timestamp ns) in the first camera's frames: ``frame`` K, or the last frame at or
     before ``time_s`` seconds after the episode's first frame, or the middle frame."""
     names = ds.camera_names
     if not names:
-        raise DatasetError(ds.root / layout.METADATA_FILE, "the dataset has no camera: nothing to show")
+        raise DatasetError(_meta_file(ds), "the dataset has no camera: nothing to show")
     cam = ds.load_camera(names[0], episode)
     n = cam.num_frames
     if n == 0:
@@ -102,7 +107,7 @@ def show_frame(ds: Dataset, episode: EpisodeRef, out: str | os.PathLike, frame: 
     out = Path(out)
     ep_id = ds.episode_id(episode)
     k, t = select_frame(ds, episode, frame, time_s)
-    sim = ds.sim_streams(episode)
+    sim = {} if ds.lerobot is not None else ds.sim_streams(episode)  # LeRobot: no sidecar
     table = label_table(ds)
     pal = label_palette(table)
     rows = []
@@ -177,31 +182,36 @@ def show_frame(ds: Dataset, episode: EpisodeRef, out: str | os.PathLike, frame: 
 def plot_episode(ds: Dataset, episode: EpisodeRef, out: str | os.PathLike, hz: float = 10.0) -> Path:
     """Write a PNG of the episode's joint positions (solid: obs qpos) and commands (dashed: action
     qpos) over time, one panel per arm; dots mark the ``hz`` sampling grid (causal ``previous``
-    alignment), ticks at the bottom mark each camera's frame times."""
+    alignment), ticks at the bottom mark each camera's frame times. A LeRobot dataset of another robot
+    (no arm mapped) has a panel per ``lerobot/<feature>`` obs stream, values as stored, dashed the action
+    stream with the same dimension names."""
     _, plt = _mpl()
     out = Path(out)
     obs, act = ds.streams(episode, "obs"), ds.streams(episode, "action")
-    arms = [key.rsplit("/", 1)[0] for key in obs if key.endswith("/qpos")]
-    if not arms:
+    # (obs stream, action stream or None, axis label)
+    panels = [(obs[key], act.get(key), f"{key.rsplit('/', 1)[0]} qpos (rad)") for key in obs if key.endswith("/qpos")]
+    if not panels and ds.lerobot is not None:
+        for key, o in obs.items():
+            a = next((s for s in act.values() if s.columns == o.columns), None)
+            panels.append((o, a, f"{key.split('/', 1)[1]} (as stored)"))
+    if not panels:
         raise DatasetError(ds.episode_path(episode), "no qpos stream to plot")
     cams = ds.load_cameras(episode)
     stamps = [s.timestamps for s in list(obs.values()) + list(act.values())] + [c.timestamps for c in cams.values() if c.num_frames]
     start, end = sampler.common_range(stamps)
     grid = sampler.time_grid(start, end, hz)
     t0 = min(int(a[0]) for a in stamps)
-    fig, axes = plt.subplots(len(arms) + 1, 1, figsize=(11, 3.2 * len(arms) + 1.2), sharex=True,
-                             gridspec_kw={"height_ratios": [3] * len(arms) + [0.5]})
-    for ax, prefix in zip(axes, arms):
-        o = obs[f"{prefix}/qpos"]
+    fig, axes = plt.subplots(len(panels) + 1, 1, figsize=(11, 3.2 * len(panels) + 1.2), sharex=True,
+                             gridspec_kw={"height_ratios": [3] * len(panels) + [0.5]})
+    for ax, (o, a, label) in zip(axes, panels):
         for j, col in enumerate(o.columns):
             colour = OKABE_ITO[j % len(OKABE_ITO)]
             ax.plot((o.timestamps - t0) / 1e9, o.values[:, j], color=colour, lw=1.3, label=col)
-            a = act.get(f"{prefix}/qpos")
             if a is not None:
                 ax.plot((a.timestamps - t0) / 1e9, a.values[:, j], color=colour, lw=1.0, ls="--")
             idx = sampler.align(o.timestamps, grid, "previous")
             ax.plot((grid - t0) / 1e9, o.values[idx, j], ".", color=colour, ms=3)
-        ax.set_ylabel(f"{prefix} qpos (rad)")
+        ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(ncol=8, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.suptitle(f"{ds.root.name}: episode {ds.episode_id(episode)}: joint positions, solid obs, dashed action; "
@@ -227,12 +237,12 @@ def contact_sheet(ds: Dataset, out: str | os.PathLike, per: str = "episode", cam
     if per not in ("episode", "task"):
         raise ValueError(f"per must be 'episode' or 'task', not {per!r}")
     if not ds.camera_names:
-        raise DatasetError(ds.root / layout.METADATA_FILE, "the dataset has no camera: nothing to show")
+        raise DatasetError(_meta_file(ds), "the dataset has no camera: nothing to show")
     camera = camera or ds.camera_names[0]
     if camera not in ds.camera_names and layout.LEGACY_CAMERA_RENAMES.get(camera) in ds.camera_names:
         camera = layout.LEGACY_CAMERA_RENAMES[camera]  # left_wrist -> wrist_left, as everywhere a camera is named
     if camera not in ds.camera_names:
-        raise DatasetError(ds.root / layout.METADATA_FILE, f"no camera {camera!r} (have {', '.join(ds.camera_names)})")
+        raise DatasetError(_meta_file(ds), f"no camera {camera!r} (have {', '.join(ds.camera_names)})")
     eps = ds.episodes
     if per == "task":
         first: dict = {}
@@ -240,7 +250,7 @@ def contact_sheet(ds: Dataset, out: str | os.PathLike, per: str = "episode", cam
             first.setdefault(ep.get("task_index"), ep)
         eps = list(first.values())
     if not eps:
-        raise DatasetError(ds.root / layout.METADATA_FILE, "no episodes")
+        raise DatasetError(_meta_file(ds), "no episodes")
     tiles = []
     for ep in eps:
         cam = ds.load_camera(camera, ep)

@@ -8,6 +8,11 @@ image is decoded. Every episode id and camera name from a URL is checked (:func:
 and must be listed in ``metadata.yaml``; a frame is served by its exact timestamp from the camera's
 index, and only from a file inside the dataset folder.
 
+A LeRobot dataset (``ds.lerobot``) is read through the reader alone: its metadata file is
+``meta/info.json`` (re-read when it or the episodes' table changes), an episode's duration comes from the
+``timestamp`` and ``episode_index`` columns of its data file (read once per file version), its cameras are
+decoded (:mod:`.cameras`) and its streams are the reader's (arms in radians, other features as stored).
+
 :class:`ViewData` answers each request; beside it :mod:`.plots` makes the joint plots' series, :mod:`.cameras`
 keeps the camera indexes and reads frames, :mod:`.validation` holds the report and :mod:`.findings`
 turns it into verdicts and timeline markers.
@@ -19,10 +24,12 @@ import os
 import threading
 from pathlib import Path
 
-from openarm_sim_dataset.core import layout
+import numpy as np
+
+from openarm_sim_dataset.core import layout, lerobot_layout, sampler
 from openarm_sim_dataset.core.camera import Camera
 from openarm_sim_dataset.core.dataset import Dataset
-from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.errors import DatasetError, StreamError
 from openarm_sim_dataset.core.streams import read_timestamps
 
 from .cameras import CameraCache, camera_presence, check_stamp, frame_bytes
@@ -33,6 +40,30 @@ from .plots import MAX_PLOT_POINTS, envelope, plot_panels  # noqa: F401 - the fi
 from .validation import ValidationRun
 
 _NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _lerobot_spans(ds: Dataset, path: Path) -> dict[int, tuple[int, int]]:
+    """(first, last) row stamp (int ns from the episode's start, snapped to the fps grid as the reader
+    snaps them) of every ``episode_index`` in a LeRobot data file: two columns read, nothing else."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path, columns=["episode_index", "timestamp"])
+    except (OSError, ValueError, KeyError) as e:  # pyarrow's: a missing column is a KeyError or ValueError
+        raise StreamError(path, f"no episode_index and timestamp columns to read ({str(e).splitlines()[0][:160]})") from None
+    for name in table.column_names:
+        if table.column(name).null_count:
+            raise StreamError(path, f"{name} is null in {table.column(name).null_count} rows")
+    ep = table.column("episode_index").to_numpy(zero_copy_only=False)
+    seconds = table.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+    if not len(ep):
+        return {}
+    ns = sampler.snap_seconds(seconds, ds.lerobot.fps, lerobot_layout.TOLERANCE_S)
+    order = np.argsort(ep, kind="stable")
+    values, starts = np.unique(ep[order], return_index=True)
+    lo = np.minimum.reduceat(ns[order], starts)
+    hi = np.maximum.reduceat(ns[order], starts)
+    return {int(v): (int(a), int(b)) for v, a, b in zip(values.tolist(), lo.tolist(), hi.tolist())}
 
 
 def _footer_span(path: Path) -> tuple[int, int, None] | None:
@@ -74,24 +105,48 @@ class ViewData:
         self._meta_key = None
         self.ds: Dataset | None = None
         self._reload()
-        self.validation = ValidationRun(self.root, validation_args)
+        self.validation = ValidationRun(self.root, validation_args, self.meta_file)
         self._spans: dict[tuple, tuple] = {}
         self.camera_cache = CameraCache(self.root, self.real_root, self.lock)
         self._list_cache: tuple | None = None
 
+    @property
+    def meta_file(self) -> Path:
+        """The dataset's metadata file: ``metadata.yaml``, or a LeRobot dataset's ``meta/info.json``."""
+        ds = self.ds
+        if ds is not None and ds.lerobot is not None:
+            return ds.lerobot.info_path
+        return self.root / layout.METADATA_FILE
+
     def _stat_key(self):
+        """The version of what the dataset's metadata is read from: ``metadata.yaml``; for a LeRobot
+        dataset ``meta/info.json`` and its episodes' and tasks' tables (v2.1 JSONL, v3.0 parquet)."""
+        if lerobot_layout.is_lerobot(self.root):
+            meta = self.root / "meta"
+            files = [self.root / lerobot_layout.INFO_FILE, self.root / lerobot_layout.EPISODES_JSONL,
+                     self.root / lerobot_layout.TASKS_JSONL, self.root / lerobot_layout.TASKS_PARQUET,
+                     *sorted((self.root / lerobot_layout.EPISODES_DIR).glob("chunk-*/file-*.parquet"))]
+            key = []
+            for p in files:
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                key.append((str(p.relative_to(meta)), st.st_mtime_ns, st.st_size, st.st_ino))
+            return ("lerobot", *key)
         st = (self.root / layout.METADATA_FILE).stat() if (self.root / layout.METADATA_FILE).exists() else None
         return None if st is None else (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def _reload(self) -> None:
         key = self._stat_key()
         ds = Dataset(self.root)
-        self.ds, self._meta_key = ds, key
-        self._ids = {layout.check_name(e["id"], "episode id", self.root / layout.METADATA_FILE): i
-                     for i, e in enumerate(ds.meta.episodes)}
+        meta_file = ds.lerobot.info_path if ds.lerobot is not None else self.root / layout.METADATA_FILE
+        ids = {layout.check_name(e["id"], "episode id", meta_file): i for i, e in enumerate(ds.meta.episodes)}
+        self.ds, self._meta_key, self._ids = ds, key, ids
 
     def dataset(self) -> Dataset:
-        """The dataset, re-read if metadata.yaml changed since (e.g. a resumed generation appended)."""
+        """The dataset, re-read if metadata.yaml changed since (e.g. a resumed generation appended; for
+        a LeRobot dataset info.json or its episodes' table)."""
         with self.lock:
             try:
                 key = self._stat_key()
@@ -113,7 +168,7 @@ class ViewData:
         ds = self.dataset()
         i = self._ids.get(ep_id)
         if i is None:
-            raise NotFound(f"no episode {ep_id!r} in {self.root / layout.METADATA_FILE}")
+            raise NotFound(f"no episode {ep_id!r} in {self.meta_file}")
         return ds, ds.meta.episodes[i]
 
     def summary(self) -> dict:
@@ -124,6 +179,8 @@ class ViewData:
                 "operation_type": json_value(meta.data.get("operation_type")),
                 "tasks": [json_value(t) for t in meta.tasks], "cameras": ds.camera_names,
                 "frequencies": json_value(meta.data.get("frequencies")),
+                "metadata_file": self.meta_file.relative_to(self.root).as_posix(),
+                "lerobot": json_value(meta.data.get("lerobot")) if ds.lerobot is not None else None,
                 "validation": self.validation.status()}
 
     def _first_stream(self, ds: Dataset, ep: dict, ep_id: str) -> Path | None:
@@ -144,7 +201,9 @@ class ViewData:
 
     def _span(self, ds: Dataset, ep: dict, ep_id: str) -> tuple[int | None, int | None, str | None]:
         """(first, last) stamp of the episode's first obs stream (else action), cached per file version;
-        an unreadable stream gives (None, None, the error)."""
+        an unreadable stream gives (None, None, the error). A LeRobot episode: its rows' stamps."""
+        if ds.lerobot is not None:
+            return self._lerobot_span(ds, ep_id)
         try:
             path = self._first_stream(ds, ep, ep_id)
             if path is None:
@@ -161,6 +220,23 @@ class ViewData:
             return hit
         except (DatasetError, OSError) as e:
             return None, None, str(e)
+
+    def _lerobot_span(self, ds: Dataset, ep_id: str) -> tuple[int | None, int | None, str | None]:
+        """(first, last) row stamp of a LeRobot episode, from its data file's stamp and episode columns
+        (read once per file version: a v3.0 file serves many episodes)."""
+        try:
+            path = ds.episode_path(ep_id)
+            st = path.stat()
+            key = ("lerobot", str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+            spans = self._spans.get(key)
+            if spans is None:
+                spans = self._spans[key] = _lerobot_spans(ds, path)
+            hit = spans.get(int(ds.lerobot.episode_row(ep_id)["episode_index"]))
+            return (None, None, f"{path}: no rows of episode {ep_id}") if hit is None else (*hit, None)
+        except FileNotFoundError as e:
+            return None, None, f"{e.filename}: data file missing"
+        except (DatasetError, OSError, KeyError) as e:
+            return None, None, e.args[0] if isinstance(e, KeyError) and e.args else str(e)
 
     def episode_list(self) -> dict:
         """Every episode's row of the list (cached until metadata.yaml or the report changes)."""

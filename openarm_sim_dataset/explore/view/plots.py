@@ -1,6 +1,10 @@
 """An episode's joint plots as the viewer draws them: per embodiment component a position panel (qpos,
 with the command) and a velocity panel (qvel), each stream a series in seconds from the episode's first
-stamp; a series longer than :data:`MAX_PLOT_POINTS` is reduced to a min/max envelope per joint."""
+stamp; a series longer than :data:`MAX_PLOT_POINTS` is reduced to a min/max envelope per joint.
+
+A LeRobot dataset's features that are no OpenArm arm (``lerobot/<feature>`` streams, values as stored)
+each get a panel of their own, ``observation.state`` with ``action`` as its command when their
+dimensions are the same."""
 
 from __future__ import annotations
 
@@ -37,10 +41,12 @@ def plot_panels(streams: dict[str, dict], t0: int) -> list[dict]:
     per kind): qpos with the command, then qvel, per component; a component with neither (a lifter or
     legacy stream) plots its one attribute."""
     panels = []
+    generic = {kind: {k: s for k, s in streams[kind].items() if k.startswith(GENERIC_PREFIX)} for kind in streams}
+    streams = {kind: {k: s for k, s in streams[kind].items() if not k.startswith(GENERIC_PREFIX)} for kind in streams}
     # in the order the metadata declares embodiments and components (arms: right, then left)
     prefixes = list(dict.fromkeys(key.rsplit("/", 1)[0] for k in streams.values() for key in k))
+    obs, act = streams["obs"], streams["action"]
     for prefix in prefixes:
-        obs, act = streams["obs"], streams["action"]
         for attr, title in (("qpos", "position"), ("qvel", "velocity")):
             series = []
             for kind, label in (("obs", "obs"), ("action", "command")):
@@ -66,6 +72,36 @@ def plot_panels(streams: dict[str, dict], t0: int) -> list[dict]:
             panels.append({"id": f"{prefix}/{attr}", "title": f"{prefix} {title} ({attr}"
                            + (" + command" if any(x["label"] == "command" for x in series) else "") + f"), {unit}",
                            "columns": cols, "series": series})
+    return panels + _generic_panels(generic.get("obs", {}), generic.get("action", {}), t0)
+
+
+#: the reader's key prefix of a LeRobot feature that is no OpenArm arm (``lerobot/observation.state``)
+GENERIC_PREFIX = "lerobot/"
+#: a LeRobot observation feature plotted with an action feature as its command
+GENERIC_COMMANDS = {"lerobot/observation.state": "lerobot/action"}
+
+
+def _generic_panels(obs: dict, act: dict, t0: int) -> list[dict]:
+    """One panel per LeRobot feature (values as stored: no unit is known), each observation with its
+    command when the action has the same dimensions; an action feature left over is a panel alone."""
+    panels, used = [], set()
+    for key, s in obs.items():
+        if not len(s):
+            continue
+        series = [_series(s, t0, "obs", dashed=False)]
+        a = act.get(GENERIC_COMMANDS.get(key, ""))
+        if a is not None and len(a) and tuple(a.columns) == tuple(s.columns):
+            series.append(_series(a, t0, "command", dashed=True))
+            used.add(a.key)
+        feature = key.removeprefix(GENERIC_PREFIX)
+        panels.append({"id": key, "title": f"{feature}" + (" + command" if len(series) > 1 else "") + ", as stored",
+                       "columns": list(series[0]["columns"]), "series": series})
+    for key, a in act.items():
+        if key in used or not len(a):
+            continue
+        series = [_series(a, t0, "command", dashed=True)]
+        panels.append({"id": key, "title": f"{key.removeprefix(GENERIC_PREFIX)} (command), as stored",
+                       "columns": list(series[0]["columns"]), "series": series})
     return panels
 
 

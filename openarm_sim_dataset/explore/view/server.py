@@ -8,14 +8,16 @@ Routes (GET unless noted)::
     /api/dataset                        path, layout, tasks, cameras, rates, validation status
     /api/episodes                       the episode list (one row per episode)
     /api/episode/<id>                   one episode: entry, plots, camera stamps, verdict, timed findings
-    /api/frame/<id>/<camera>/<ns>.jpeg  a frame's JPEG bytes, by its exact timestamp (folder or tar)
+    /api/frame/<id>/<camera>/<ns>.jpeg  a frame's JPEG bytes, by its exact timestamp (folder or tar; a
+                                        LeRobot camera's frame decoded from its MP4 or PNG, then encoded)
     /api/validation                     the validation status (state, source, counts, rows)
     POST /api/validate                  start a validation run (dataset-validate --json --no-update-metadata)
 
 Safety: bound to 127.0.0.1 unless told otherwise; a request whose ``Host`` is not this server's
 address is refused (DNS rebinding), as is a POST from another origin; ids and camera names are checked
-(:func:`~openarm_sim_dataset.layout.check_name`) and must be listed in ``metadata.yaml``; only the
-static files listed here and frames inside the dataset folder are ever read. Responses carry a
+(:func:`~openarm_sim_dataset.layout.check_name`) and must be listed in ``metadata.yaml`` (a LeRobot
+dataset: in ``meta/info.json`` and its episodes' table); only the static files listed here and frames
+inside the dataset folder are ever read (a LeRobot frame: from an MP4 or data file inside it). Responses carry a
 Content-Security-Policy that allows only this origin.
 """
 

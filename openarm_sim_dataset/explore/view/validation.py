@@ -21,8 +21,10 @@ class ValidationRun:
     produced by a ``dataset-validate DIR --json --no-update-metadata`` process it starts (never writes
     into the dataset). ``status()`` is what the page polls."""
 
-    def __init__(self, root: Path, args: list[str] | None = None):
+    def __init__(self, root: Path, args: list[str] | None = None, meta_file: Path | None = None):
         self.root = root
+        #: the dataset's metadata file, for messages (metadata.yaml; a LeRobot dataset's meta/info.json)
+        self.meta_file = meta_file if meta_file is not None else root / layout.METADATA_FILE
         self.args = list(args or [])
         self.lock = threading.Lock()
         self.state = "none"  # none | running | done | error
@@ -48,7 +50,7 @@ class ValidationRun:
         unknown = sorted(set(doc["episodes"]) - set(episode_ids))
         if unknown:
             raise DatasetError(path, f"a report of another dataset: episode {unknown[0]!r} is not in "
-                                     f"{self.root / layout.METADATA_FILE}")
+                                     f"{self.meta_file}")
         with self.lock:
             self.report, self.state, self.source = _clean_report(doc), "done", f"report {path}"
             self.finished = path.stat().st_mtime

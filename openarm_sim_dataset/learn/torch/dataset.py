@@ -3,7 +3,12 @@
 Nothing is exported or copied: states and actions are resampled once into the index
 (:mod:`.index`); camera frames and depth/label images are read when an item is asked for, through
 file handles each process opens for itself (a DataLoader worker never uses its parent's) and keeps
-for the last few episodes only, so a worker's memory stays flat over an epoch.
+for the last few episodes only, so a worker's memory stays flat over an epoch. A LeRobot dataset's
+video frames are decoded, from the keyframe before each, by the process's own decoder of each MP4
+(:class:`~openarm_sim_dataset.core.video.VideoDecoder`, :data:`OPEN_VIDEOS` files at once), giving
+the frames of ``VideoCamera.load_frame``. The loader keeps its decoders rather than using the shared
+:func:`~openarm_sim_dataset.core.video.decoder`, which in a forked worker frees decoders the parent
+opened (and hangs there).
 """
 
 from __future__ import annotations
@@ -21,22 +26,33 @@ from openarm_sim_dataset.core import layout, sidecar
 from openarm_sim_dataset.core.camera import Camera, decode_jpeg_chw
 from openarm_sim_dataset.core.dataset import Dataset
 from openarm_sim_dataset.core.errors import CameraError
+from openarm_sim_dataset.core.video import VideoDecoder
+from openarm_sim_dataset.core.video_camera import DecodedCamera
 
 from . import normalization as _stats
-from .index import EpisodeIndex, build_index
+from .index import EpisodeIndex, build_index, open_decoded_camera
 
 #: Episodes whose indexed cameras (legacy frame names only) and depth/label arrays a process keeps at once.
 OPEN_EPISODES = 4
 #: Camera tar files a process keeps open at once.
 OPEN_TARS = 64
+#: MP4 files (video cameras) a process keeps a decoder of at once.
+OPEN_VIDEOS = 8
+
+#: Handles a forked process inherited from its parent, kept so that they are never freed there: freeing a
+#: video decoder the parent opened waits forever for the parent's codec threads, which the child lacks.
+_INHERITED: list = []
 
 
 class _Handles:
-    """Per-process cache: open tar files, :class:`Camera` objects (folders with non-canonical frame names)
-    and loaded frames.npz arrays of recent episodes."""
+    """Per-process cache: open tar files, :class:`Camera` objects (folders with non-canonical frame names),
+    video decoders of MP4 files, and loaded frames.npz arrays of recent episodes."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        self.videos: OrderedDict[str, VideoDecoder] = OrderedDict()
+        self.decoded: OrderedDict[tuple[int, int], DecodedCamera] = OrderedDict()
+        self.dataset: Dataset | None = None
         self.tars: OrderedDict[tuple[int, int], int] = OrderedDict()
         self.cameras: OrderedDict[int, dict[str, Camera]] = OrderedDict()
         self.sim: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
@@ -54,6 +70,11 @@ class _Handles:
         return value
 
     def close(self) -> None:
+        for dec in self.videos.values():
+            dec.close()
+        self.videos.clear()
+        self.decoded.clear()
+        self.dataset = None
         for fd in self.tars.values():
             os.close(fd)
         self.tars.clear()
@@ -253,9 +274,26 @@ class TorchDataset(torch.utils.data.Dataset):
     def _obs(self, rows: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(rows if self.history > 1 else rows[0])
 
+    def _frame_chw(self, h: _Handles, e: int, c: int, row: int) -> tuple[np.ndarray, str]:
+        """Camera ``c``'s frame at step ``row``: 3xHxW uint8 RGB, and the path naming it."""
+        idx = self.index
+        if idx.camera_video is not None and idx.camera_video[e, c]:
+            path, pts = str(idx.camera_paths[e, c]), int(idx.frame_pts[row, c])
+            dec = h._touch(h.videos, path, lambda: VideoDecoder(path), VideoDecoder.close, OPEN_VIDEOS)
+            rgb = dec.frame(pts)
+            return np.ascontiguousarray(rgb.transpose(2, 0, 1)), f"{path}#pts={pts}"
+        if idx.camera_decoded is not None and idx.camera_decoded[e, c]:  # e.g. PNG images in a frame table
+            if h.dataset is None:
+                h.dataset = Dataset(idx.root)
+            cam = h._touch(h.decoded, (e, c), lambda: open_decoded_camera(idx, e, c, h.dataset))
+            f = int(idx.frame_index[row, c])
+            return np.ascontiguousarray(cam.load_frame(f).transpose(2, 0, 1)), str(cam.frame_path(f))
+        data, path = self._frame_bytes(h, e, c, row)
+        return decode_jpeg_chw(data, path), path
+
     def _frames(self, h: _Handles, e: int, c: int, rows: np.ndarray) -> torch.Tensor:
         if self.history == 1:
-            return torch.from_numpy(decode_jpeg_chw(*self._frame_bytes(h, e, c, int(rows[0]))))
+            return torch.from_numpy(self._frame_chw(h, e, c, int(rows[0]))[0])
         out = None
         first: dict[int, int] = {}
         for j, row in enumerate(rows.tolist()):
@@ -263,8 +301,7 @@ class TorchDataset(torch.utils.data.Dataset):
             if f in first:  # history padding repeats a frame: decode it once
                 out[j] = out[first[f]]
                 continue
-            data, path = self._frame_bytes(h, e, c, row)
-            chw = decode_jpeg_chw(data, path)
+            chw, path = self._frame_chw(h, e, c, row)
             if out is None:
                 out = np.empty((len(rows), *chw.shape), dtype=np.uint8)
             elif chw.shape != out.shape[1:]:
@@ -302,8 +339,11 @@ class TorchDataset(torch.utils.data.Dataset):
         return cam.read_bytes(f), str(cam.frame_path(f))
 
     def _handles_here(self) -> _Handles:
-        # a forked DataLoader worker inherits the parent's cache: it opens its own handles instead
+        # a forked DataLoader worker inherits the parent's cache: it opens its own handles instead (and
+        # keeps the parent's from being freed: see _INHERITED)
         if self._handles is None or self._handles.pid != os.getpid():
+            if self._handles is not None and self._handles.videos:
+                _INHERITED.append(self._handles)
             self._handles = _Handles()
         return self._handles
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from openarm_sim_dataset.core import layout, sampler, sidecar
 from openarm_sim_dataset.core.dataset import Dataset, episode_grid
-from openarm_sim_dataset.core.errors import StreamError
+from openarm_sim_dataset.core.errors import CameraError, StreamError
+from openarm_sim_dataset.core.video_camera import DecodedCamera
 
 #: Simulation streams the loader can serve: per frame, from ``sim/sidecar.npz`` (small, gathered when the
 #: index is built) and ``sim/frames.npz`` (images, read lazily per worker).
@@ -46,6 +47,12 @@ class EpisodeIndex:
     ``frame_stamp`` (int64 ns: the file ``<stamp>.jpeg`` of a folder camera whose names are all canonical,
     ``camera_direct[e, c]``) and, for tar cameras, ``frame_offset``/``frame_size`` of its bytes in
     ``<camera_paths[e, c]>.tar`` (-1 for folders).
+
+    A LeRobot dataset's cameras are decoded from another encoding (``camera_decoded[e, c]``): a video
+    camera (``camera_video[e, c]``) has its MP4 as ``camera_paths[e, c]`` and, each step, the presentation
+    timestamp of its frame in ``frame_pts`` (-1 elsewhere), decoded by the process's own decoder of the
+    file; an image camera (PNG in the frame table) is opened again through the reader
+    (:func:`open_decoded_camera`). Either gives the frame ``Dataset.sample(decode=True)`` gives.
     """
 
     root: str
@@ -67,6 +74,9 @@ class EpisodeIndex:
     frame_offset: np.ndarray
     frame_size: np.ndarray
     camera_direct: np.ndarray
+    camera_decoded: np.ndarray | None = None
+    camera_video: np.ndarray | None = None
+    frame_pts: np.ndarray | None = None
     sim_small: dict[str, np.ndarray] = field(default_factory=dict)
     sim_images: tuple[str, ...] = ()
     sim_frame: np.ndarray | None = None
@@ -99,11 +109,25 @@ class EpisodeIndex:
             frame_index=self.frame_index[rows], frame_stamp=self.frame_stamp[rows],
             frame_offset=self.frame_offset[rows], frame_size=self.frame_size[rows],
             camera_direct=self.camera_direct[pos],
+            camera_decoded=None if self.camera_decoded is None else self.camera_decoded[pos],
+            camera_video=None if self.camera_video is None else self.camera_video[pos],
+            frame_pts=None if self.frame_pts is None else self.frame_pts[rows],
             sim_small={k: v[rows] for k, v in self.sim_small.items()},
             sim_frame=None if self.sim_frame is None else self.sim_frame[rows],
             sim_frames=None if self.sim_frames is None else self.sim_frames[pos],
             sim_dirs=None if self.sim_dirs is None else self.sim_dirs[pos],
         )
+
+
+def open_decoded_camera(index: EpisodeIndex, e: int, c: int, ds: Dataset | None = None) -> DecodedCamera:
+    """Camera ``c`` of episode ``e`` of a LeRobot dataset (``index.camera_decoded[e, c]``) opened again
+    through the reader (``ds``: the dataset at ``index.root``, to read its metadata once)."""
+    ds = Dataset(index.root) if ds is None else ds
+    cam = ds.load_camera(index.cameras[c], str(index.episode_ids[e]))
+    if cam.num_frames != index.camera_frames[e, c]:
+        raise CameraError(cam.path, f"camera {index.cameras[c]!r} has {cam.num_frames} frames, "
+                                    f"{index.camera_frames[e, c]} when the loader was built (the dataset changed; build it again)")
+    return cam
 
 
 def _resolve(specs: Sequence[str], streams: dict, kind: str, where: Path) -> list[str]:
@@ -160,6 +184,7 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
     tasks_meta = ds.meta.tasks
     ids, tasks, lengths, stamps_out, states, actions, frames_idx = [], [], [], [], [], [], []
     cam_paths, cam_counts, stamps_f, offsets_f, sizes_f, direct = [], [], [], [], [], []
+    decoded, video, pts_f = [], [], []
     sim_small: dict[str, list] = {}
     sim_frame_rows, sim_counts, sim_dirs = [], [], []
     state_names = action_names = None
@@ -194,12 +219,19 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
         stamps_f.append(np.stack([cameras[c].timestamps[used[:, j]] for j, c in enumerate(cams)], axis=1) if cams
                         else used)
         offs, sizes = np.full(used.shape, -1, np.int64), np.full(used.shape, -1, np.int64)
+        pts = np.full(used.shape, -1, np.int64)
         for j, c in enumerate(cams):
+            if cameras[c].format == "video":
+                pts[:, j] = cameras[c].pts[used[:, j]]
+                continue
             spans = cameras[c].member_spans()
             if spans is not None:
                 offs[:, j], sizes[:, j] = spans[0][used[:, j]], spans[1][used[:, j]]
         offsets_f.append(offs)
         sizes_f.append(sizes)
+        pts_f.append(pts)
+        video.append([cameras[c].format == "video" for c in cams])
+        decoded.append([isinstance(cameras[c], DecodedCamera) for c in cams])
         direct.append([cameras[c].format == "tar" or cameras[c].names_are_canonical() for c in cams])
         # folder form of each camera's path (a tar camera is found beside it again in a worker)
         cam_paths.append([str(cameras[c].path.with_name(cameras[c].path.name.removesuffix(layout.TAR_SUFFIX)))
@@ -259,6 +291,9 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
         frame_stamp=np.concatenate(stamps_f).astype(np.int64),
         frame_offset=np.concatenate(offsets_f), frame_size=np.concatenate(sizes_f),
         camera_direct=np.array(direct, dtype=bool).reshape(len(ids), len(cams)),
+        camera_decoded=np.array(decoded, dtype=bool).reshape(len(ids), len(cams)),
+        camera_video=np.array(video, dtype=bool).reshape(len(ids), len(cams)),
+        frame_pts=np.concatenate(pts_f).astype(np.int64),
         # a stream some episode lacks (sim=True keeps what all have) is dropped from every episode
         sim_small={k: np.concatenate(sim_small[k]) for k in small_keys if len(sim_small.get(k, ())) == len(ids)},
         sim_images=image_keys,

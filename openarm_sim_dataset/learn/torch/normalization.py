@@ -25,6 +25,10 @@ import numpy as np
 from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.atomic import atomic_write_bytes
 from openarm_sim_dataset.core.camera import Camera, decode_jpeg_chw
+from openarm_sim_dataset.core.dataset import Dataset
+from openarm_sim_dataset.core.video import VideoDecoder
+
+from .index import open_decoded_camera
 
 if TYPE_CHECKING:
     from .dataset import TorchDataset
@@ -57,7 +61,7 @@ def _camera_identity(ds: TorchDataset) -> list:
             continue
         for p in idx.camera_paths[e].tolist():
             tar = Path(p + layout.TAR_SUFFIX)
-            st = (Path(p) if Path(p).is_dir() else tar).stat()
+            st = (Path(p) if Path(p).exists() else tar).stat()  # a folder, an MP4, else the tar beside
             out.append([ep, p, st.st_size, st.st_mtime_ns])
     return out
 
@@ -84,10 +88,29 @@ def compute(ds: TorchDataset, images: bool = False) -> dict[str, dict[str, np.nd
     out = {"observation.state": _feature_stats(idx.state, 0), "action": _feature_stats(idx.action, 0)}
     if images:
         levels = np.arange(256, dtype=np.float64)
+        reader = Dataset(idx.root) if idx.camera_decoded is not None and idx.camera_decoded.any() else None
         for c, name in enumerate(idx.cameras):
             # a histogram of grey levels per channel: exact sums, and bincount beats strided reductions
             hist = np.zeros((3, 256), dtype=np.int64)
             for e in range(idx.num_episodes):
+                rows = slice(idx.starts[e], idx.starts[e + 1])
+                if idx.camera_video is not None and idx.camera_video[e, c]:
+                    dec = VideoDecoder(idx.camera_paths[e, c])  # its own: closed here, in this process
+                    try:
+                        for pts in np.unique(idx.frame_pts[rows, c]).tolist():
+                            rgb = dec.frame(pts).reshape(-1, 3)
+                            for ch in range(3):
+                                hist[ch] += np.bincount(rgb[:, ch], minlength=256)
+                    finally:
+                        dec.close()
+                    continue
+                if idx.camera_decoded is not None and idx.camera_decoded[e, c]:  # images in a frame table
+                    cam = open_decoded_camera(idx, e, c, ds=reader)
+                    for f in np.unique(idx.frame_index[rows, c]).tolist():
+                        rgb = cam.load_frame(f).reshape(-1, 3)
+                        for ch in range(3):
+                            hist[ch] += np.bincount(rgb[:, ch], minlength=256)
+                    continue
                 cam = Camera(name, idx.camera_paths[e, c])
                 try:
                     for f in np.unique(idx.frame_index[idx.starts[e]:idx.starts[e + 1], c]).tolist():

@@ -35,6 +35,8 @@
     if (!r.ok && r.status !== 409) throw new Error(body.error || `${r.status} ${r.statusText}`);
     return body;
   }
+  /** the dataset's metadata file: metadata.yaml, or a LeRobot dataset's meta/info.json */
+  const metaFile = () => (dataset && dataset.metadata_file) || "metadata.yaml";
   const fmtS = (ns, digits = 3) => (ns / 1e9).toFixed(digits);
   const fmtDur = (s) => s === null || s === undefined ? "–" : s < 120 ? `${s.toFixed(2)} s` : `${Math.floor(s / 60)} min ${(s % 60).toFixed(0)} s`;
   /** index of the last element <= x in a sorted array (-1 if none) */
@@ -70,7 +72,7 @@
       const c = v.checks || {};
       box.textContent = `validation: ${v.valid ? "valid" : "INVALID"} (${c.failed ?? "?"} failed, ${c.warned ?? "?"} warned, ${c.skipped ?? "?"} skipped of ${(v.rows || []).length} checks)`;
       box.title = v.source || "";
-    } else box.textContent = "no validation report: verdicts from metadata.yaml";
+    } else box.textContent = `no validation report: verdicts from ${metaFile()}`;
     btn.hidden = v.state === "running";
     btn.textContent = v.state === "done" ? "Validate again" : "Validate now";
     if (v.state === "running" && !pollTimer) pollTimer = setInterval(poll, 1000);
@@ -174,7 +176,7 @@
         const href = `#/episode/${encodeURIComponent(r.id)}`;
         const cams = r.cameras.map((c) => `<span class="cam${c.format ? "" : " missing"}" title="${c.format ? esc(c.format) : "missing"}">${esc(c.name)}</span>`).join("");
         const checks = r.checks.length ? `<div class="checks">${r.checks.map((c) => esc(c.check)).join(", ")}</div>` : "";
-        const src = r.verdict ? "" : r.valid !== undefined && r.valid !== null ? `from metadata.yaml (validated ${r.validated_at ?? "?"})` : "metadata.yaml has no valid flag";
+        const src = r.verdict ? "" : r.valid !== undefined && r.valid !== null ? `from ${metaFile()} (validated ${r.validated_at ?? "?"})` : `${metaFile()} has no valid flag`;
         html.push(`<tr data-id="${esc(r.id)}" data-verdict="${esc(v)}"><td class="num">${r.index}</td><td class="id"><a href="${href}">${esc(r.id)}</a></td>` +
           `<td class="prompt">${esc(r.prompt ?? "")}${r.task ? ` <span class="checks">${esc(r.task)}</span>` : ""}</td>` +
           `<td>${r.success === true ? "<span class=\"yes\">✓ yes</span>" : r.success === false ? "<span class=\"no\">✗ no</span>" : "–"}</td>` +
@@ -248,7 +250,7 @@
       fact("first stamp", `${ep.t0_ns} ns`);
       const verdict = ep.verdict ?? (entry.valid === true ? "valid" : entry.valid === false ? "invalid" : "unset");
       const vb = el("span", {id: "verdict"});
-      vb.innerHTML = `validation ${badge(verdict, ep.verdict ? validation?.source : "from metadata.yaml")}`;
+      vb.innerHTML = `validation ${badge(verdict, ep.verdict ? validation?.source : `from ${metaFile()}`)}`;
       facts.append(vb);
       app.append(facts);
       for (const e of ep.errors) app.append(el("p", {class: "error", text: e}));
@@ -326,7 +328,7 @@
       // the validator
       app.append(el("h2", {text: "Validator"}));
       const rep = validation && validation.state === "done";
-      if (!rep) app.append(el("p", {class: "note", text: "No validation report: press “Validate now” (dataset-validate DIR --json --no-update-metadata), or start dataset-view with --report FILE. The verdict above is metadata.yaml's valid flag."}));
+      if (!rep) app.append(el("p", {class: "note", text: `No validation report: press “Validate now” (dataset-validate DIR --json --no-update-metadata), or start dataset-view with --report FILE. ${dataset.lerobot ? "A LeRobot dataset keeps no verdict of its own." : `The verdict above is ${metaFile()}'s valid flag.`}`}));
       if (ep.findings.length) {
         const tb = el("tbody");
         this.rows = ep.findings.map((f) => {
