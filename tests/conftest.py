@@ -30,7 +30,8 @@ if "OPENARM_SIM_INDEX_CACHE" not in os.environ:
 REPO = Path(__file__).resolve().parents[1]
 OWN_FIXTURES = REPO / "tests" / "fixture"
 REF_FIXTURES = REPO.parent / "shared" / "fixtures" / "openarm_dataset"
-OWN_LAYOUTS = sorted(p.name for p in OWN_FIXTURES.iterdir() if p.is_dir())
+# the OpenArm layouts (tests/fixture/lerobot holds datasets LeRobot wrote, read by their own tests)
+OWN_LAYOUTS = sorted(p.name for p in OWN_FIXTURES.iterdir() if p.is_dir() and p.name.startswith("dataset_"))
 REF_LAYOUTS = sorted(p.name for p in REF_FIXTURES.iterdir() if p.is_dir()) if REF_FIXTURES.is_dir() else []
 
 

@@ -153,10 +153,14 @@ def _headings(page: str) -> list[str]:
 
 
 def test_check_reference_lists_every_check_the_runner_runs():
-    """The page's checks, in order, are the table the runner builds for a generated dataset (every family)."""
-    from openarm_sim_dataset.validate.registry import check_table
+    """The page's checks, in family order, are the tables the runner builds for a generated dataset and for a
+    LeRobot dataset (every family)."""
+    from openarm_sim_dataset.validate.registry import check_table, families
 
-    assert _headings(ref.checks_page()) == [n for n, _ in check_table({}, quick=False)]
+    page = _headings(ref.checks_page())
+    assert page == [n for _, rows, _ in families() for n, _ in rows]
+    runner = [n for n, _ in check_table({}, quick=False)] + [n for n, _ in check_table(None, lerobot=True)]
+    assert set(page) == set(runner) and len(page) == len(set(page))
 
 
 def test_every_check_says_what_it_proves_and_every_threshold_has_its_flag():
