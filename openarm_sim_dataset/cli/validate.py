@@ -136,6 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, metavar="K",
                    help="validate groups of episodes in K processes (default 1); above 50 episodes the checks "
                         "always run on groups of 50 episodes, so memory stays flat in the number of episodes")
+    s = p.add_argument_group("sampled validation (a big dataset: a verdict with its bound)")
+    size = s.add_mutually_exclusive_group()
+    size.add_argument("--sample", type=int, metavar="N",
+                      help="every episode gets the checks that are cheap per episode; N episodes drawn at random "
+                           "(stratified by task and arm) get every check, the camera content, replay and re-render "
+                           "included; the report states per family of sampled checks the one-sided 95%% "
+                           "Clopper-Pearson upper bound on the fraction of all episodes that would fail "
+                           "(0 of 300: at most 1.0%%)")
+    size.add_argument("--sample-fraction", type=float, metavar="F", help="as --sample, with a fraction F of the "
+                                                                         "episodes (rounded up)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0): the same seed draws the "
+                                                       "same episodes")
     t = p.add_argument_group("thresholds")
     for f in fields(Thresholds):
         t.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
@@ -144,7 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    sampled = args.sample is not None or args.sample_fraction is not None
+    if sampled and args.quick:
+        parser.error("--sample and --quick: --quick runs none of the checks a sample is for (drop one)")
+    if args.sample is not None and args.sample < 1:
+        parser.error(f"--sample must be at least 1, not {args.sample}")
+    if args.sample_fraction is not None and not 0.0 < args.sample_fraction <= 1.0:
+        parser.error(f"--sample-fraction must be in (0, 1], not {args.sample_fraction}")
 
     def body() -> int:
         from openarm_sim_dataset.core.dataset import Dataset  # start-up: not for --help
@@ -163,18 +183,28 @@ def main(argv: list[str] | None = None) -> int:
 
             import_ray()  # a missing extra is one line before any work
             ray = RayOptions(address=None if args.ray == "local" else args.ray)
-        rows = validate(ds, episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
-                        regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray,
-                        workers=max(1, args.workers))
+        options = dict(episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
+                       regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray,
+                       workers=max(1, args.workers))
+        if sampled:
+            from openarm_sim_dataset.validate.sampling import Sample, sampled_validate  # start-up: only --sample
+
+            rows = sampled_validate(ds, Sample(args.sample, args.sample_fraction, args.seed), **options)
+        else:
+            rows = validate(ds, **options)
         flags = valid_flags(ds, rows, args.episodes)
+        record = rows.sample.to_dict() if rows.sample is not None else None
         if not args.no_update_metadata and flags:  # no episode (an empty dataset): nothing to flag
-            write_valid_flags(ds, flags)
+            write_valid_flags(ds, flags, sample=record)
         failed = [r for r in rows if r.failed]
         for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
             print(line, file=sys.stderr)
         if args.json:
-            print(json.dumps({"dataset": str(ds.root), "valid": not failed, "checks": rows.counts, "strict": args.strict,
-                              "rows": [r.to_dict() for r in rows], "episodes": flags}, indent=2))
+            doc = {"dataset": str(ds.root), "valid": not failed, "checks": rows.counts, "strict": args.strict,
+                   "rows": [r.to_dict() for r in rows], "episodes": flags}
+            if record is not None:
+                doc["sample"] = record
+            print(json.dumps(doc, indent=2))
         elif [r.check for r in rows] == [NO_EPISODES]:  # an empty dataset: one verdict, exit 1
             print(f"{ds.root}: INVALID ({rows[0].detail})")
         else:
@@ -184,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
                 named = r.episodes if r.failed else r.warned if r.status == "warn" else []
                 eps = f"  [episodes: {', '.join(named[:10])}{' ...' if len(named) > 10 else ''}]" if named else ""
                 print(f"[{tag}] {r.check:<{width}}  {r.detail}{eps}")
+            if rows.sample is not None:
+                for line in rows.sample.lines():
+                    print(line)
             n_bad = sum(not v for v in flags.values())
             print(f"{ds.root}: {'valid' if not failed else 'INVALID'} ({rows.summary()}, "
                   f"{len(flags) - n_bad}/{len(flags)} episodes valid)")

@@ -16,7 +16,8 @@ from .thresholds import Thresholds
 # The rest on first use (PEP 562): `dataset-validate --help` needs only the thresholds.
 _LAZY = {"CheckResult": "core", "Context": "core", "Outcome": "core", "validate": "core", "valid_flags": "core",
          "write_valid_flags": "core", "FORM_CHECKS": "form", "SIM_CHECKS": "simulation",
-         "CAMERA_CHECKS": "cameras", "Report": "core", "ENCODING_CHECKS": "encoding", "PHYSICS_CHECKS": "physics", "NO_EPISODES": "check"}
+         "CAMERA_CHECKS": "cameras", "Report": "core", "ENCODING_CHECKS": "encoding", "PHYSICS_CHECKS": "physics", "NO_EPISODES": "check",
+         "Sample": "sampling", "sampled_validate": "sampling"}
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = [
@@ -30,7 +31,9 @@ __all__ = [
     "PHYSICS_CHECKS",
     "Report",
     "SIM_CHECKS",
+    "Sample",
     "Thresholds",
+    "sampled_validate",
     "validate",
     "valid_flags",
     "write_valid_flags",

@@ -102,6 +102,8 @@ class Report(list):
     (``<file>: includes null values``, paths relative to the dataset)."""
 
     file_lines: list[str]
+    #: a sampled run's :class:`~.sampling.SampleReport` (what was sampled, the bounds); None otherwise
+    sample = None
 
     def __init__(self, rows=(), file_lines: list[str] | None = None):
         super().__init__(rows)

@@ -18,6 +18,25 @@ from .physics import PHYSICS_CHECKS
 _SIM_NAMES: set[str] = set()
 
 
+#: The checks that cost seconds per episode (every camera frame decoded and compared, the physics replayed,
+#: the cameras rendered again): under sampled validation (``--sample``) only the sampled episodes get them;
+#: every other check (form, integrity, streams, JPEG headers, physical consistency, the simulation block
+#: and sidecars' form) runs on every episode.
+SAMPLED_CHECKS = frozenset({
+    "camera_frozen", "camera_continuity", "camera_joint_timing",
+    "sim_geometry", "sim_reprojection", "sim_wrist_projection", "sim_replay", "sim_resume", "sim_labels",
+    "sim_render", "sim_regenerate",
+})
+
+
+def family_of(name: str) -> str:
+    """The family (``form``, ``cameras``, ..., ``simulation``) a check belongs to."""
+    for family, rows, _ in families():
+        if any(n == name for n, _ in rows):
+            return family
+    raise KeyError(name)
+
+
 def simulation_family() -> ModuleType:
     """:mod:`.simulation`, the checks of simulated datasets (loaded on first use)."""
     from . import simulation  # start-up: validating a recording never imports MuJoCo and the simulator

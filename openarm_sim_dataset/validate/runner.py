@@ -141,17 +141,34 @@ def validation_time() -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = None) -> None:
+def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = None,
+                      sample: dict | None = None) -> None:
     """Write ``valid: true|false`` and ``validated_at`` (``when``, default :func:`validation_time`)
     into metadata.yaml for the given episodes (atomic write). A LeRobot dataset is never written into:
-    nothing happens."""
+    nothing happens.
+
+    ``sample``: a sampled run's record (:meth:`.sampling.SampleReport.to_dict`): each flagged episode also
+    gets ``checked: full`` (sampled: every check) or ``checked: form`` (the cheap checks only), and the
+    top-level ``validation:`` mapping keeps the seed, the sampled ids and the bounds, so the sample can be
+    drawn again. A run without it removes both from the episodes it flags (its verdict replaces theirs)."""
     if ds.lerobot is not None:
         return
     meta = ds.meta
     when = when or validation_time()
+    drawn = set(sample["sampled"]) if sample else set()
     for ep in meta.episodes:
         ep_id = layout.check_name(ep["id"], "episode id")
         if ep_id in flags:
             ep["valid"] = bool(flags[ep_id])
             ep["validated_at"] = when
+            if sample:
+                ep["checked"] = "full" if ep_id in drawn else "form"
+            else:
+                ep.pop("checked", None)
+    if sample:
+        meta.data["validation"] = {"validated_at": when, "seed": int(sample["seed"]),
+                                   "population": int(sample["population"]), "sampled": list(sample["sampled"]),
+                                   "bounds": [dict(b) for b in sample["bounds"]]}
+    elif set(flags) >= set(meta.episode_ids):  # the whole dataset judged again: the sampled record is stale
+        meta.data.pop("validation", None)
     meta.write(ds.root)
