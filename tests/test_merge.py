@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,46 @@ def test_inputs_sharing_an_identical_episode_are_refused_naming_both(gen, synth,
     r = cli(rec, copy, "-o", tmp_path / "o2", check=2)
     assert f"{copy / 'episodes' / '0'}: is identical to {rec / 'episodes' / '0'}" in r.stderr, r.stderr
     assert not (tmp_path / "o2").exists()
+
+
+def test_drop_in_merge_datasets_merges_a_dataset_with_its_copy_with_a_warning(synth, tmp_path):
+    """The drop-in ``merge_datasets`` keeps openarm_dataset's contract (its own tests merge a fixture with
+    its copy): identical episodes are merged, with one DuplicateEpisodesWarning line naming them and the
+    inputs, pointing at the caller; ``merge()`` and ``dataset-merge`` still refuse them. The output opens
+    (here and in the reference) and dataset-validate's duplicate_episodes fails it."""
+    from openarm_sim_dataset.merge import DuplicateEpisodesWarning, MergeError, merge, merge_datasets
+
+    a = _copy(fixture_path("ref", "dataset_0.3.0"), tmp_path / "dataset_a")
+    b = _copy(a, tmp_path / "dataset_b")
+    before = tree_hashes(a)
+    out = tmp_path / "merged"
+    with pytest.warns(DuplicateEpisodesWarning) as rec:
+        merge_datasets([a, b], out)
+    assert issubclass(DuplicateEpisodesWarning, UserWarning) and len(rec) == 1
+    msg = str(rec[0].message)
+    assert "\n" not in msg and rec[0].filename == __file__, (msg, rec[0].filename)
+    assert f"episodes 0, 3 of {b} (output 2, 3) are identical to episodes 0, 3 of {a} (output 0, 1)" in msg, msg
+    assert "--allow-duplicates" in msg and "duplicate_episodes" in msg
+    ds = Dataset(out)
+    assert ds.num_episodes == 4 and tree_hashes(a) == before
+    assert [(Path(ep["source"]["dataset"]).name, ep["source"]["id"]) for ep in ds.episodes] == [
+        ("dataset_a", "0"), ("dataset_a", "3"), ("dataset_b", "0"), ("dataset_b", "3")]
+    assert assert_reads_like_reference(out) > 0
+    row = {r.check: r for r in ds.validate(checks=["duplicate_episodes"])}["duplicate_episodes"]
+    assert row.failed and row.episodes == ["2", "3"], row
+    # this package's own API and tool refuse the same inputs, nothing written
+    with pytest.raises(MergeError, match=r"is identical to .*--allow-duplicates"):
+        merge([a, b], tmp_path / "api")
+    r = cli(a, b, "-o", tmp_path / "tool", check=2)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert f"{b / 'episodes' / '0'}: is identical to {a / 'episodes' / '0'}" in r.stderr, r.stderr
+    assert not (tmp_path / "api").exists() and not (tmp_path / "tool").exists()
+    # inputs without a shared episode: no warning
+    sa, sb = synth
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DuplicateEpisodesWarning)
+        merge_datasets([sa, sb], tmp_path / "distinct")
+    assert Dataset(tmp_path / "distinct").num_episodes == 3
 
 
 def test_tasks_with_the_same_prompt_become_one_task(synth, tmp_path):

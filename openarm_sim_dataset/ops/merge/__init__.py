@@ -13,7 +13,9 @@ Rules (a refusal names the input and what differs):
   its ``tasks``, or ``recorded: true``);
 * no episode of one input identical to an episode of another (the same obs/action streams, stamps and
   values, and initial state: what ``dataset-validate``'s ``duplicate_episodes`` fails, e.g. a dataset
-  merged with its own copy); ``allow_duplicates`` merges them anyway.
+  merged with its own copy); ``allow_duplicates`` merges them anyway (``"warn"``: with a
+  :class:`DuplicateEpisodesWarning` naming them, what the drop-in :func:`merge_datasets` does, as
+  openarm_dataset merges them without a word).
 
 Tasks with the same prompt become one task (``task_index`` remapped); episodes become "0".."N-1"
 in input order and each entry records ``source: {dataset: <input folder>, id: <original id>}``;
@@ -32,8 +34,11 @@ import copy
 import errno
 import os
 import shutil
+import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from openarm_sim_dataset.core import layout, manifest, sidecar
 from openarm_sim_dataset.core.dataset import Dataset, folder_problem
@@ -48,6 +53,12 @@ from ..convert import metadata_0_4_0
 
 class MergeError(DatasetError):
     """The inputs cannot be merged (or the output cannot be created)."""
+
+
+class DuplicateEpisodesWarning(UserWarning):
+    """The merged output holds an episode twice (an input's episode identical to another input's):
+    :func:`merge_datasets` merges them as openarm_dataset does, and says so with this warning;
+    ``dataset-validate``'s ``duplicate_episodes`` fails such an output."""
 
 
 #: simulation keys that must agree unless mixed provenance is allowed (``tasks``: the task list episodes
@@ -209,21 +220,75 @@ def episode_digest(ds: Dataset, ep: dict) -> str | None:
     return content_digest(streams, ep, initial_state)
 
 
-def check_no_duplicates(plan: list[tuple[Dataset, dict, dict]]) -> None:
-    """Raise MergeError when an episode of one input is identical (the digest of :func:`episode_digest`)
-    to an episode of another input, naming both: the output would fail ``duplicate_episodes``."""
-    seen: dict[str, tuple[Dataset, str]] = {}
-    for ds, ep, _new in plan:
+class Duplicate(NamedTuple):
+    """An episode of one input identical to an episode of an earlier input (their plan entries)."""
+
+    ds: Dataset
+    new: dict
+    first_ds: Dataset
+    first_new: dict
+    digest: str
+
+
+def find_duplicates(plan: list[tuple[Dataset, dict, dict]], first_only: bool = False) -> list[Duplicate]:
+    """Every episode identical (the digest of :func:`episode_digest`) to an episode of an earlier input,
+    in plan order (``first_only``: up to the first): the output would fail ``duplicate_episodes``.
+    (Identical episodes within one input are that input's own matter, as before the merge.)"""
+    seen: dict[str, tuple[Dataset, dict]] = {}
+    found = []
+    for ds, ep, new in plan:
         d = episode_digest(ds, ep)
         if d is None:
             continue
-        ep_id = ds.episode_id(ep)
-        first = seen.setdefault(d, (ds, ep_id))
+        first = seen.setdefault(d, (ds, new))
         if first[0] is not ds:
-            raise MergeError(layout.episode_dir(ds.root, ep_id),
-                             f"is identical to {layout.episode_dir(first[0].root, first[1])} (the same obs/action "
-                             f"streams and initial state, SHA-256 {d[:12]}): the output would hold the episode twice "
-                             "and fail duplicate_episodes (--allow-duplicates merges it anyway)")
+            found.append(Duplicate(ds, new, first[0], first[1], d))
+            if first_only:
+                break
+    return found
+
+
+def check_no_duplicates(plan: list[tuple[Dataset, dict, dict]]) -> None:
+    """Raise MergeError naming the first episode of one input identical to an episode of another input
+    (:func:`find_duplicates`), and that one: the output would fail ``duplicate_episodes``."""
+    found = find_duplicates(plan, first_only=True)
+    if found:
+        raise duplicate_error(found[0])
+
+
+def duplicate_error(dup: Duplicate) -> MergeError:
+    return MergeError(layout.episode_dir(dup.ds.root, dup.new["source"]["id"]),
+                      f"is identical to {layout.episode_dir(dup.first_ds.root, dup.first_new['source']['id'])} "
+                      f"(the same obs/action streams and initial state, SHA-256 {dup.digest[:12]}): the output "
+                      "would hold the episode twice and fail duplicate_episodes (--allow-duplicates merges it anyway)")
+
+
+def duplicates_message(found: list[Duplicate]) -> str:
+    """One line naming the duplicated episodes (their ids in the inputs and in the output), grouped by
+    the pair of inputs."""
+    groups: dict[tuple[Path, Path], list[Duplicate]] = {}
+    for dup in found:
+        groups.setdefault((dup.ds.root, dup.first_ds.root), []).append(dup)
+
+    def ids(entries) -> str:
+        return ", ".join(entries)
+
+    parts = [f"episodes {ids(d.new['source']['id'] for d in dups)} of {root} (output "
+             f"{ids(d.new['id'] for d in dups)}) are identical to episodes "
+             f"{ids(d.first_new['source']['id'] for d in dups)} of {first_root} (output "
+             f"{ids(d.first_new['id'] for d in dups)})"
+             for (root, first_root), dups in groups.items()]
+    return (f"merged {len(found)} duplicate episode(s) as openarm_dataset does: {'; '.join(parts)}; "
+            "dataset-validate's duplicate_episodes fails the output (dataset-merge refuses them without "
+            "--allow-duplicates)")
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this module (a warning points at the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _transfer(src: Path, dest: Path, link: bool) -> None:
@@ -267,13 +332,22 @@ def merge_datasets(inputs: Sequence[str | os.PathLike], output: str | os.PathLik
     """openarm_dataset's ``merge_datasets``: :func:`merge` with its arguments. ``symlink=True`` shares
     the inputs' files by hard links (``link``), never by symbolic links: a merged dataset stays whole
     when an input is moved or deleted, and this package's writers replace files by rename, so nothing
-    writes through a link into an input."""
-    merge(inputs, output, link=symlink)
+    writes through a link into an input.
+
+    Episodes identical to another input's (a dataset merged with its copy) are merged, as there, with a
+    :class:`DuplicateEpisodesWarning` naming them (``merge`` and ``dataset-merge`` refuse them unless
+    allowed): code that ran against openarm_dataset runs here, and the warning still tells."""
+    merge(inputs, output, link=symlink, allow_duplicates="warn")
 
 
 def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: bool = False,
-          allow_mixed_provenance: bool = False, quiet: bool = True, allow_duplicates: bool = False) -> Summary:
-    """Merge ``inputs`` into a new dataset ``out`` (see the module docstring for the rules)."""
+          allow_mixed_provenance: bool = False, quiet: bool = True,
+          allow_duplicates: bool | Literal["warn"] = False) -> Summary:
+    """Merge ``inputs`` into a new dataset ``out`` (see the module docstring for the rules).
+
+    ``allow_duplicates``: False refuses episodes identical to another input's (MergeError naming the
+    first), True merges them without looking, ``"warn"`` merges them with a
+    :class:`DuplicateEpisodesWarning` naming every one once the output is written."""
     out = Path(out)
     if len(inputs) < 2:
         raise MergeError(None, "At least two input datasets are required (at least two inputs, each a different folder)")
@@ -293,8 +367,12 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
     mixed = check_compatible(datasets, allow_mixed_provenance)
     tasks, task_maps = merge_tasks(datasets)
     plan = plan_episodes(datasets, task_maps, mixed)
-    if not allow_duplicates:
-        check_no_duplicates(plan)
+    if isinstance(allow_duplicates, str) and allow_duplicates != "warn":
+        raise ValueError(f"allow_duplicates must be False, True or 'warn', not {allow_duplicates!r}")
+    refuse = not allow_duplicates
+    duplicates = find_duplicates(plan, first_only=refuse) if refuse or allow_duplicates == "warn" else []
+    if duplicates and refuse:
+        raise duplicate_error(duplicates[0])
 
     summary = Summary("dataset-merge", out)
     bar = progress(len(plan), "merge", quiet)
@@ -339,5 +417,7 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, link: boo
             meta.write(tmp)
     finally:
         bar.close()
+    if duplicates:
+        warnings.warn(duplicates_message(duplicates), DuplicateEpisodesWarning, stacklevel=_outside_stacklevel())
     return summary.finish()
 
