@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 #: class -> (the smallest size the table states is found, the check that finds it there, its status)
 STATED = {
     "joint_offset_up": (0.0625, "joint_limits", "fail"),
-    "joint_spike": (0.354, "qpos_jumps", "fail"),
+    "joint_spike": (0.125, "qpos_jumps", "fail"),
     "frame_brightness": (12, "camera_continuity", "fail"),
     "frames_exchanged": (5, "camera_continuity", "fail"),
     "camera_starts_late": (4, "camera_coverage", "warn"),

@@ -137,7 +137,7 @@ def test_findings_carry_episode_and_time(faulty):
     jumps = rows["qpos_jumps"]["findings"]
     assert {(f["episode"], f["t_ns"], f["where"]) for f in jumps} == \
         {("1", t, "obs arms/right/qpos") for t in faulty["jump_ts"]}
-    assert all(re.fullmatch(r"joint1 jumps 0\.5\d\d rad", f["what"]) for f in jumps), jumps
+    assert all(re.fullmatch(r"joint1 jumps 0\.5\d\d rad \(12\d\.\d rad/s\)", f["what"]) for f in jumps), jumps
     assert faulty["doc"]["episodes"] == {"0": False, "1": False, "2": True, "3": True}
     assert rows["integrity"]["status"] == "pass"  # resealed: only the checks of meaning see the faults
 

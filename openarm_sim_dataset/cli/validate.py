@@ -50,7 +50,12 @@ _HELP = {
     "max_gap_seconds": "s: dropped-sample budget of recorded data: longest gap of one stream of one episode; "
                        "measured: reference fixtures 0.0087, tools/record_demo.py 0.060 (state at 250 Hz) and "
                        "0.464 (cameras at 10 Hz)",
-    "max_joint_step": "rad: a larger qpos change between consecutive samples is a jump",
+    "max_joint_speed": "rad/s: qpos_jumps, a joint faster than this between consecutive samples jumps (per sample "
+                       "this times the stream's median period: 0.12 rad at 250 Hz, 3 rad at 10 Hz); the fastest "
+                       "OpenArm joints (5-7) turn 20.9 rad/s without load, joints 1-2 16.8, joints 3-4 5.4; "
+                       "measured: ours <= 10 rad/s, recorded fixtures 1.1, LeRobot fixtures 4.9",
+    "max_joint_step": "rad per sample: qpos_jumps limit at any rate instead of --max-joint-speed times the median "
+                      "period (0: derived from --max-joint-speed; 0.3 was the fixed limit before)",
     "joint_limit_margin": "rad allowed beyond the OpenArm joint limits (joints 1-7)",
     "quat_norm_tolerance": "allowed | |q| - 1 | of pose quaternions",
     "min_duration": "s: shorter episodes are too short to use",

@@ -159,36 +159,83 @@ def _relative(ctx: Context, path) -> str:
         return str(path)
 
 
-def check_qpos_jumps(ctx: Context) -> Outcome:
-    """No joint among joints 1-7 of any `qpos` stream (obs and action) changes by more than
-    `max_joint_step` (0.3 rad by default) between consecutive samples.
+def _periods_spanned(kind: str, step: np.ndarray, dt: np.ndarray, med: float) -> np.ndarray:
+    """Per interval of a qpos stream, the median periods over which its change is judged: the periods the
+    interval spans (a gap of dropped samples, which `timestamps` counts), and for a command (action) the
+    periods since it last changed (a policy's targets, stored at the state rate, change at its own)."""
+    per = np.maximum(1.0, np.rint(dt / med))
+    if kind == "action":
+        changed = (step > 0).any(axis=1)
+        idx = np.arange(len(per))
+        before = np.concatenate([[-1], np.maximum.accumulate(np.where(changed, idx, -1))[:-1]])
+        cum = np.concatenate([[0.0], np.cumsum(per)])
+        per = cum[idx + 1] - cum[before + 1]  # from the sample after the last change (or the first sample)
+    return per
 
-    Across an interval of several median periods (dropped samples, which `timestamps` counts) the change
-    is divided by the number of periods, so the limit holds per period. Each jump is a timed finding at
-    the sample after it."""
-    bad, worst, first, found = set(), 0.0, None, []
+
+def _hz(hz: float) -> str:
+    return f"{hz:.3g}" if hz < 1000 else f"{hz:.0f}"
+
+
+def check_qpos_jumps(ctx: Context) -> Outcome:
+    """No joint among joints 1-7 of any `qpos` stream (obs and action) moves faster than `max_joint_speed`
+    (30 rad/s by default) between consecutive samples: a change of more than that speed times the stream's
+    median period (0.12 rad at 250 Hz, 0.3 rad at 100 Hz, 3 rad at 10 Hz) is a jump.
+
+    30 rad/s is beyond every OpenArm joint: the fastest, joints 5-7 (Damiao DM-J4310), turn 20.9 rad/s
+    without load (the OpenArm v10 description's velocity limits: joints 1-2 16.8 rad/s, joints 3-4 5.4),
+    and 30 rad/s is the DM-J4310's default velocity range (VMAX); our data moves at most 10 rad/s (the
+    simulated servos after a policy's 0.2 rad steps). A smaller change is a plausible sample at that rate
+    (at 10 Hz a wrist turns 2 rad between samples). `max_joint_step` (rad, 0: unused) sets a per-sample
+    limit instead, whatever the rate. Across an interval of several median periods (dropped samples, which
+    `timestamps` counts) the change is divided by the number of periods, and a command (action) held for
+    several samples by the samples it was held (a policy's targets change at its own rate). Each jump is a
+    timed finding at the sample after it, naming the joint and its speed."""
+    speed_limit, fixed = ctx.t.max_joint_speed, ctx.t.max_joint_step
+    bad, worst, first, found, rates = set(), 0.0, None, [], set()
     for ep, kind, key, s in _each_stream(ctx):
         if not key.endswith("/qpos") or len(s) < 2:
             continue
         step = np.abs(np.diff(s.values[:, :7], axis=0))
-        # a change across dropped samples (a gap of k median periods) is judged per period: the
-        # timing checks count the gap; a jump is a change no servo makes in one period
         dt = np.diff(np.asarray(s.timestamps, dtype=np.int64))
-        med = float(np.median(dt)) if len(dt) else 0.0
-        if med > 0:
-            step = step / np.maximum(1.0, np.rint(dt / med))[:, None]
-        m = float(np.nanmax(step)) if np.isfinite(step).any() else 0.0
-        worst = max(worst, m)
-        if m > ctx.t.max_joint_step:
+        med = float(np.median(dt))
+        if med <= 0:  # no rate (every stamp the same): `timestamps` fails it; judged per sample if asked
+            per, period = np.ones(len(step)), 0.0
+        else:
+            per, period = _periods_spanned(kind, step, dt, med), med / 1e9
+            rates.add(1 / period)
+        if fixed > 0:
+            limit = fixed
+        elif period > 0:
+            limit = speed_limit * period
+        else:
+            continue
+        change = step / per[:, None]  # rad per median period
+        m = float(np.nanmax(change)) if np.isfinite(change).any() else 0.0
+        if period > 0:
+            worst = max(worst, m / period)
+        if m > limit:
             bad.add(ep)
-            first = first or f"episode {ep} {kind} {key}: {m:.3f} rad between consecutive samples (per median period)"
+            rate = f"{m / period:.1f} rad/s, " if period > 0 else ""
+            first = first or (f"episode {ep} {kind} {key}: {rate}{m:.3f} rad per sample "
+                              f"(limit {limit:.3g} rad{f' at {_hz(1 / period)} Hz' if period > 0 else ''})")
             with np.errstate(invalid="ignore"):
-                over = step > ctx.t.max_joint_step
+                over = change > limit
             for i in np.flatnonzero(over.any(axis=1))[:MAX_FINDINGS_PER_EPISODE]:  # the sample after the jump
-                j = int(np.nanargmax(step[i]))
-                found.append(finding(ep, s.timestamps[i + 1], f"joint{j + 1} jumps {step[i, j]:.3f} rad",
+                j = int(np.nanargmax(change[i]))
+                speed = f" ({change[i, j] / period:.1f} rad/s)" if period > 0 else ""
+                found.append(finding(ep, s.timestamps[i + 1], f"joint{j + 1} jumps {step[i, j]:.3f} rad{speed}",
                                      f"{kind} {key}"))
-    return Outcome(not bad, f"largest step {worst:.4f} rad (limit {ctx.t.max_joint_step})" + (f"; {first}" if first else ""),
+    # the streams' rates: one figure when they agree within 10 % (recorded rates jitter), else the extremes
+    at = [max(rates), min(rates)] if rates and max(rates) > 1.1 * min(rates) else \
+        [float(np.median(sorted(rates)))] if rates else []
+    if fixed > 0:
+        limits = f"limit {fixed:g} rad per sample (max_joint_step)" + "".join(
+            f", {fixed * hz:.3g} rad/s at {_hz(hz)} Hz" for hz in at)
+    else:
+        limits = f"limit {speed_limit:g} rad/s" + "".join(
+            f", {speed_limit / hz:.3g} rad per sample at {_hz(hz)} Hz" for hz in at)
+    return Outcome(not bad, f"largest speed {worst:.2f} rad/s ({limits})" + (f"; {first}" if first else ""),
                    sorted(bad), findings=found)
 
 

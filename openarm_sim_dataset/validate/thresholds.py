@@ -16,7 +16,13 @@ class Thresholds:
     # state samples with 60 ms holes and its cameras 463.7 ms; the reference fixtures 0.3 %, 8.7 ms
     max_dropped_fraction: float = 0.5  # dropped / (stored + dropped) samples of one stream of one episode
     max_gap_seconds: float = 1.0  # s: longest interval of one stream of one episode
-    max_joint_step: float = 0.3  # rad: larger qpos change between consecutive samples is a jump
+    # rad/s: a joint faster than this between consecutive samples jumps (per sample: times the stream's median
+    # period, 0.12 rad at 250 Hz, 3 rad at 10 Hz); beyond every OpenArm joint: the fastest, joints 5-7
+    # (Damiao DM-J4310), turn 20.9 rad/s at no load (OpenArm v10 description's velocity limits; joints 1-2
+    # 16.8, joints 3-4 5.4), and 30 rad/s is the DM-J4310's default velocity range (VMAX); measured: ours
+    # <= 10 rad/s (sim servos after a policy's 0.2 rad steps), recorded fixtures 1.1, LeRobot fixtures 4.9
+    max_joint_speed: float = 30.0
+    max_joint_step: float = 0.0  # rad per sample instead of max_joint_speed x median period, at any rate (0: derived)
     joint_limit_margin: float = 0.05  # rad beyond the OpenArm joint limits (joints 1-7; MuJoCo limits are soft)
     quat_norm_tolerance: float = 1e-3  # | |q| - 1 | for pose quaternions
     min_duration: float = 0.25  # s: shorter episodes are unusable

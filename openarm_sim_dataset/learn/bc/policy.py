@@ -155,8 +155,9 @@ class BCPolicy:
     def _safe(self, target: np.ndarray, observation: dict) -> np.ndarray:
         """Targets inside the range the training actions spanned, joints 1-7 moving at most ``max_step``
         rad per control step from the last target (the first from the measured position; the scripted
-        data moves <= 0.23 rad per 0.1 s): a poorly trained network would otherwise command jumps and
-        poses outside the joint limits (the validator's ``qpos_jumps`` / ``joint_limits`` flag them)."""
+        data moves <= 0.23 rad per 0.1 s): a poorly trained network would otherwise command jumps (steps
+        that move the simulated servos faster than any OpenArm joint turns) and poses outside the joint
+        limits (the validator's ``qpos_jumps`` / ``joint_limits`` flag them)."""
         a = self.stats["action"]
         target = np.clip(target, a["min"], a["max"])
         prev = self.last if self.last is not None else np.concatenate(
