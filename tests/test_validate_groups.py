@@ -88,3 +88,48 @@ def test_the_folded_row_keeps_counts_and_failures_only():
     assert out.detail.startswith("bad group [1 of 1001 groups of 50 episodes fail")
     assert vars(fold).keys() == {"groups", "failing", "skipped_groups", "applicable", "first", "first_failing",
                                  "episodes", "warned", "findings", "error"}
+
+
+def test_an_episode_re_encoded_whole_is_found_across_groups(seven, monkeypatch):
+    """Every frame of one camera of episode 5 re-encoded at quality 60: within its own group the frames
+    agree with each other, so only a comparison over the whole dataset can tell. With groups of one
+    episode, in one process and in two, jpeg_encoding fails episode 5 as one Context would."""
+    from PIL import Image
+
+    cam = layout.episode_dir(seven, "5") / "cameras"
+    cam = next(p for p in sorted(cam.iterdir()) if p.is_dir())
+    for f in sorted(cam.iterdir()):
+        with Image.open(f) as im:
+            im = im.convert("RGB")
+        f.unlink()  # a file of its own, not the shared inode
+        im.save(f, "JPEG", quality=60)
+    whole = {r.check: r for r in validate(Dataset(seven), checks=["jpeg_encoding"])}["jpeg_encoding"]
+    assert whole.failed and whole.episodes == ["5"], whole
+    monkeypatch.setattr(groups, "GROUP_SIZE", 1)
+    for workers in (1, 2):
+        row = {r.check: r for r in validate(Dataset(seven), checks=["jpeg_encoding"], workers=workers)}["jpeg_encoding"]
+        assert row.failed and row.episodes == ["5"] and f"episode 5 camera {cam.name} frame 0" in row.detail, row
+
+
+def test_an_episode_of_another_frame_size_is_found_across_groups(tmp_path, monkeypatch):
+    """Where equipment.perceptions.cameras declares no size, the size most episodes have is the camera's:
+    episode 5's camera downscaled whole is found with groups of one episode too."""
+    from PIL import Image
+
+    root = linked(OWN_FIXTURES / "dataset_0.4.0", tmp_path / "seven", 7)
+    meta = Dataset(root).meta
+    cams = meta.data["equipment"]["perceptions"]["cameras"]
+    meta.data["equipment"]["perceptions"]["cameras"] = {name: {} for name in cams}  # named, no size declared
+    meta.write(root)
+    cam = layout.episode_dir(root, "5") / "cameras"
+    cam = next(p for p in sorted(cam.iterdir()) if p.is_dir())
+    for f in sorted(cam.iterdir()):
+        with Image.open(f) as im:
+            im = im.convert("RGB").resize((im.width // 2, im.height // 2))
+        f.unlink()
+        im.save(f, "JPEG", quality=95)
+    whole = {r.check: r for r in validate(Dataset(root), checks=["jpeg_frames"])}["jpeg_frames"]
+    assert whole.failed and whole.episodes == ["5"], whole
+    monkeypatch.setattr(groups, "GROUP_SIZE", 1)
+    row = {r.check: r for r in validate(Dataset(root), checks=["jpeg_frames"])}["jpeg_frames"]
+    assert row.failed and row.episodes == ["5"] and f"camera {cam.name}: frames of" in row.detail, row

@@ -14,7 +14,7 @@ from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.atomic import TMP_PREFIX
 
 from .cameras import scan
-from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding
 from .integrity import check_integrity
 from .summary_json import check_episode_summary
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
@@ -354,24 +354,41 @@ def check_cameras_present(ctx: Context) -> Outcome:
     return Outcome(not bad, f"{len(ctx.ds.camera_names)} cameras, {frames} frames" + (f"; {problems[0]}" if problems else ""), sorted(bad))
 
 
-def check_jpeg_frames(ctx: Context) -> Outcome:
+def _episode_frames(ctx: Context, ep: str, _prep) -> dict:
+    """One episode's partial: frames decoded, the problems and timed findings of frames that do not
+    decode, and per camera the image shapes (height, width) of the frames that do."""
+    frames, problems, found, shapes = 0, [], [], {}
+    for (e, name), sc in scan(ctx).items():  # scanned once for the group (the camera checks share it)
+        if e != ep:
+            continue
+        for shp, err, t in zip(sc.shapes, sc.errors, sc.timestamps.tolist()):
+            frames += 1
+            if err:
+                problems.append(err)
+                found.append(finding(ep, t, f"frame does not decode: {err.split(': ', 1)[-1]}", f"camera {name}"))
+            else:
+                shapes.setdefault(name, set()).add(tuple(shp))
+    return {"frames": frames, "problems": problems, "findings": found, "shapes": shapes}
+
+
+def _reduce_frames(ctx: Context, _prep, parts: dict) -> Outcome:
     """Every camera frame of every episode decodes as a JPEG, and all frames of one camera have one image
     size: the one `equipment.perceptions.cameras` declares for it, where it declares one.
 
     Where no size is declared, the size found in the most episodes is the camera's and an episode with
-    frames of another size fails; when the dataset is validated in groups of episodes, that comparison
-    is made within each group (the declared size is checked everywhere). Each frame that does not decode
-    is a timed finding."""
-    results = [(ep, name, shp, err, t) for (ep, name), sc in scan(ctx).items()
-               for shp, err, t in zip(sc.shapes, sc.errors, sc.timestamps.tolist())]
-    bad, problems, sizes, found = set(), [], {}, []
-    for ep, name, shp, err, t in results:
-        if err:
+    frames of another size fails; the comparison is over the whole dataset, also when it is validated in
+    groups of episodes (each episode gives its cameras' sizes). Each frame that does not decode is a timed
+    finding."""
+    bad, problems, sizes, found, frames = set(), [], {}, [], 0
+    for ep, part in parts.items():
+        frames += part["frames"]
+        if part["problems"]:
             bad.add(ep)
-            problems.append(err)
-            found.append(finding(ep, t, f"frame does not decode: {err.split(': ', 1)[-1]}", f"camera {name}"))
-        else:
-            sizes.setdefault(name, {}).setdefault(shp, set()).add(ep)
+            problems += part["problems"]
+            found += part["findings"]
+        for name, shapes in part["shapes"].items():
+            for shp in shapes:
+                sizes.setdefault(name, {}).setdefault(shp, set()).add(ep)
     declared = ctx.ds.meta.equipment.perceptions.cameras
     for name, by_shape in sizes.items():
         size = _declared_size(declared, name)
@@ -386,9 +403,12 @@ def check_jpeg_frames(ctx: Context) -> Outcome:
                 if shp != common:
                     bad |= eps
                     problems.append(f"camera {name}: frames of {shp[1]}x{shp[0]} besides {common[1]}x{common[0]}")
-    return Outcome(not bad, f"{len(results)} frames decoded, sizes as equipment.perceptions.cameras declares them"
+    return Outcome(not bad, f"{frames} frames decoded, sizes as equipment.perceptions.cameras declares them"
                    + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""),
                    sorted(bad), findings=found)
+
+
+check_jpeg_frames = EpisodeCheck(_episode_frames, _reduce_frames)
 
 
 def _declared_size(declared, name: str) -> tuple[int, int] | None:

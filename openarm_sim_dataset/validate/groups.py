@@ -16,11 +16,11 @@ group only what a row needs:
   read no episode's files.
 
 The row of a passing check then shows the figures of the first group and says how many groups were
-checked alike; a failing row shows the first failing group's detail and how many groups fail. Rows
-that compare episodes with each other see one group at a time: ``jpeg_frames`` finds a frame size
-that differs from the others of its group (the size equipment.perceptions.cameras declares is checked
-everywhere), ``jpeg_encoding`` headers that differ within a group; ``duplicate_episodes`` is an
-:class:`~.core.EpisodeCheck` (one digest per episode) and compares across the whole dataset.
+checked alike; a failing row shows the first failing group's detail and how many groups fail. The
+rows that compare episodes with each other are :class:`~.core.EpisodeCheck` rows, so they compare across
+the whole dataset: each episode gives a small digest (``duplicate_episodes`` the SHA-256 of its streams,
+``jpeg_frames`` its cameras' frame sizes, ``jpeg_encoding`` its cameras' few encodings with their counts)
+and the driver compares them all.
 """
 
 from __future__ import annotations
