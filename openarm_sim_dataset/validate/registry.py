@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from .camera_placement import PLACEMENT_CHECKS
 from .cameras import CAMERA_CHECKS
 from .check import CheckFn
 from .encoding import ENCODING_CHECKS
@@ -23,7 +24,7 @@ _SIM_NAMES: set[str] = set()
 #: every other check (form, integrity, streams, JPEG headers, physical consistency, the simulation block
 #: and sidecars' form) runs on every episode.
 SAMPLED_CHECKS = frozenset({
-    "camera_frozen", "camera_continuity", "camera_joint_timing",
+    "camera_frozen", "camera_continuity", "camera_joint_timing", "camera_placement",
     "sim_geometry", "sim_reprojection", "sim_wrist_projection", "sim_replay", "sim_resume", "sim_labels",
     "sim_render", "sim_regenerate",
 })
@@ -57,7 +58,7 @@ def families() -> list[tuple[str, list[tuple[str, CheckFn]], str]]:
     simulation family."""
     return [
         ("form", FORM_CHECKS, "every dataset, recorded or simulated, any layout version; also under `--quick`"),
-        ("cameras", CAMERA_CHECKS, "every dataset with cameras (camera content, no sidecar needed); not under `--quick`"),
+        ("cameras", CAMERA_CHECKS + PLACEMENT_CHECKS, "every dataset with cameras (camera content, no sidecar needed); not under `--quick`"),
         ("encoding", ENCODING_CHECKS, "every dataset with JPEG cameras; not under `--quick`"),
         ("physics", PHYSICS_CHECKS,
          "every dataset (physical consistency of recorded data, no sidecar needed); not under `--quick`"),
@@ -83,7 +84,7 @@ def check_table(simulation_block: dict | None, quick: bool = False,
         table += [row for row in LEROBOT_CHECKS if not quick or row[0] in LEROBOT_QUICK]
     if quick:
         return table
-    table += CAMERA_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
+    table += CAMERA_CHECKS + PLACEMENT_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
     if lerobot:
         return [row for row in table if row[0] not in OPENARM_ONLY]
     if simulation and simulation_block is not None:
