@@ -94,9 +94,10 @@ _HELP = {
                         "state streams' common span (beyond: frames not recorded, judged by the dropped-sample "
                         "budget on recorded data, a failure on simulated); measured: generated <= 0.75, "
                         "tools/record_demo.py 1.47, our recorded fixtures 0.89",
-    "continuity_ratio": "camera_continuity: a frame farther from its nearer neighbour than this many times the "
-                        "neighbours' distance to each other does not belong between them (16x12 grey thumbnails); "
-                        "measured: clean <= 1.17, planted faults 3.7-74",
+    "continuity_ratio": "camera_continuity: a frame farther from each neighbour than this many times what it may "
+                        "be (the neighbours' distance to each other or, if more, what the joints it sees moved, in "
+                        "grey levels) does not belong between them (16x12 grey thumbnails); measured: clean <= 1.18 "
+                        "(3.13 to the neighbours alone: a wrist camera at 5 Hz reaching the cube), planted faults 3.6-74",
     "continuity_floor": "grey levels: camera_continuity divides by at least this (still scenes)",
     "continuity_min_grey": "grey levels: camera_continuity judges frames more than this far from both neighbours",
     "camera_max_lag_seconds": "s: camera_joint_timing searches lags of image motion against joint motion up to this "

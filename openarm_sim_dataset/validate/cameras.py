@@ -25,12 +25,15 @@ With nothing moving in view, an unchanging image is what a working camera shows.
 second follows a teleop recorder that discards an episode whose camera stays stale that long.
 
 ``camera_continuity`` (no sidecar needed): each inner frame's thumbnail against its two neighbours'.
-A frame more than ``continuity_min_grey`` grey levels from both neighbours, and farther from the
-nearer one than ``continuity_ratio`` times the neighbours' distance to each other (at least
-``continuity_floor``), does not belong between them: another camera's picture, an image a tool
-transformed (mirrored, recoloured), a frame out of place. Motion adds up, so a frame of a moving scene
-is at most about as far from each neighbour as they are from each other (clean data: ratio <= 1.17).
-The first and last frames have one neighbour and are not judged.
+A frame more than ``continuity_min_grey`` grey levels from both neighbours, and farther from each than
+``continuity_ratio`` times what it may be, does not belong between them: another camera's picture, an
+image a tool transformed (mirrored, recoloured), a frame out of place. What it may be: the neighbours'
+distance to each other (at least ``continuity_floor``; motion adds up, so a frame of a moving scene is
+at most about as far from each neighbour as they are from each other), or, if more, what the joints
+the camera sees moved between the frame and that neighbour times the picture change per radian around
+it (:func:`local_gain`): at a camera rate low against the motion, the motion turns back between two
+frames (a wrist camera reaching the cube and leaving it at 5 Hz: ratio 3.13 to neighbours alone, 1.18
+with the joints). The first and last frames have one neighbour and are not judged.
 
 ``camera_joint_timing`` (no sidecar needed), the visual twin of ``action_follows_obs``: per camera,
 the image motion between consecutive frames (the scan's mean |difference| per second) against the
@@ -312,12 +315,38 @@ def thumb_distances(thumbs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return d1, d2
 
 
-def continuity_scores(thumbs: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+def local_gain(d1: np.ndarray, d2: np.ndarray, motion: np.ndarray, motion2: np.ndarray) -> np.ndarray:
+    """Per inner frame k = 1..n-2: grey levels of picture change per radian of joint motion around it, not
+    counting the frame itself: the median of (distance / joint motion) over the pair before its neighbours
+    (k-2, k-1), the pair after them (k+1, k+2) and its neighbours (k-1, k+1); pairs whose joints moved
+    0.01 rad or less say nothing (0 when none is left). ``d1``/``motion`` between consecutive frames (n-1,),
+    ``d2``/``motion2`` between frames two apart (n-2,)."""
+    import warnings
+
+    n = len(d1) + 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r1 = np.where(motion > 0.01, d1 / motion, np.nan)
+        r2 = np.where(motion2 > 0.01, d2 / motion2, np.nan)
+    pad = np.r_[np.nan, r1, np.nan]  # pad[i + 1] = pair (i, i + 1)
+    k = np.arange(1, n - 1)
+    cand = np.stack([pad[k - 1], pad[k + 2], r2])  # (k-2, k-1), (k+1, k+2), (k-1, k+1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nan_to_num(np.nanmedian(cand, axis=0), nan=0.0)
+
+
+def continuity_scores(thumbs: np.ndarray, floor: float, motion: np.ndarray | None = None,
+                      motion2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per inner frame k = 1..n-2: (score, distance). ``distance`` is its thumbnail's distance to the
-    nearer of its two neighbours; ``score`` that distance over the neighbours' distance to each other
-    (at least ``floor`` grey levels): a frame that belongs between its neighbours scores ~<= 1 (motion
-    adds up: the neighbours are as far apart as the frame is from both), a frame that does not (another
-    picture, a transformed image, a frame out of place) scores high while its neighbours agree."""
+    nearer of its two neighbours; ``score`` the smaller over both neighbours of its distance to that
+    neighbour over what it may be: the neighbours' distance to each other (at least ``floor`` grey
+    levels) or, given the joints' motion between consecutive frames (``motion``, n-1) and frames two apart
+    (``motion2``, n-2; rad), what the joints moved between the frame and that neighbour times the picture
+    change per radian around it (:func:`local_gain`), the larger. A frame that belongs between its
+    neighbours scores ~<= 1 (motion adds up: the neighbours are as far apart as the frame is from both;
+    where the motion turns back between them, the frame strays as far as its joints moved), a frame that
+    does not (another picture, a transformed image, a frame out of place) scores high while its
+    neighbours agree."""
     import warnings
 
     d1, d2 = thumb_distances(thumbs)
@@ -326,33 +355,54 @@ def continuity_scores(thumbs: np.ndarray, floor: float) -> tuple[np.ndarray, np.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # undecodable frames: NaN, jpeg_frames' finding
         near = np.fmin(d1[:-1], d1[1:])
-        score = near / np.maximum(d2, floor)
+        apart = np.maximum(d2, floor)
+        before, after = apart, apart
+        if motion is not None and motion2 is not None:
+            gain = local_gain(d1, d2, motion, motion2)
+            before, after = np.maximum(apart, gain * motion[:-1]), np.maximum(apart, gain * motion[1:])
+        score = np.fmin(d1[:-1] / before, d1[1:] / after)
     return score, near
 
 
 def check_camera_continuity(ctx: Context) -> Outcome:
-    """Every inner frame of every camera belongs between its two neighbours: no frame is both more than
-    `continuity_min_grey` (4 grey levels by default) from each neighbour and farther from the nearer one
-    than `continuity_ratio` (3 by default) times the neighbours' distance to each other (that distance
-    taken as at least `continuity_floor`, 1 grey level by default).
+    """Every inner frame of every camera belongs between its two neighbours: no frame is more than
+    `continuity_min_grey` (4 grey levels by default) from each neighbour and farther from each than
+    `continuity_ratio` (3 by default) times what it may be: the neighbours' distance to each other (at
+    least `continuity_floor`, 1 grey level by default) or, if larger, what the joints the camera sees moved
+    between the frame and that neighbour, in grey levels (its motion in rad times the camera's median
+    picture change per rad over the episode).
 
     Distances are mean absolute differences of 16x12 grey thumbnails (block means of the luma), so every
     image size compares alike and JPEG noise barely counts. Motion adds up: a frame of a moving scene is
-    at most about as far from each neighbour as they are from each other. The first and last frames have
-    one neighbour and are not judged; no sidecar is needed. A `skip` (not applicable) when no camera has
-    three or more decodable frames. Each frame out of place is a timed finding."""
+    at most about as far from each neighbour as they are from each other, unless the motion turns back
+    between them (a wrist camera closing on the cube and leaving at a low camera rate), and then no farther
+    than its joints moved. The joints a camera sees: every joint and the gripper of its own arm for a
+    wrist camera `wrist_<side>` (or `<side>_wrist`), of every arm for any other camera (obs
+    `arms/<side>/qpos`; without them the neighbours alone judge). The first and last frames have one
+    neighbour and are not judged; no sidecar is needed. A `skip` (not applicable) when no camera has three
+    or more decodable frames. Each frame out of place is a timed finding."""
     scans = scan(ctx)
     t = ctx.t
-    bad, findings, judged, worst, worst_where, found = set(), [], 0, 0.0, "", []
+    bad, findings, judged, worst, worst_where, found, with_motion = set(), [], 0, 0.0, "", [], 0
+    excused = 0
     for (ep, name), s in scans.items():
         if len(s.thumbs) < 3:
             continue
-        score, near = continuity_scores(s.thumbs, t.continuity_floor)
+        streams = _visible_qpos(ctx, ep, name)
+        ts = s.timestamps.astype(np.float64)
+        motion = motion2 = None
+        if streams:
+            with_motion += 1
+            motion = joint_motion(streams, ts[:-1], ts[1:], joints=None)
+            motion2 = joint_motion(streams, ts[:-2], ts[2:], joints=None)
+        score, near = continuity_scores(s.thumbs, t.continuity_floor, motion, motion2)
+        plain, _ = continuity_scores(s.thumbs, t.continuity_floor)
         ok = np.isfinite(score)
         judged += int(ok.sum())
         with np.errstate(invalid="ignore"):
             apart = ok & (near > t.continuity_min_grey)  # frames far enough from both neighbours to be judged
             odd = np.flatnonzero(apart & (score > t.continuity_ratio)) + 1
+            excused += int((apart & (score <= t.continuity_ratio) & (plain > t.continuity_ratio)).sum())
         if apart.any():
             k = int(np.flatnonzero(apart)[np.argmax(score[apart])])
             if score[k] > worst:
@@ -360,19 +410,24 @@ def check_camera_continuity(ctx: Context) -> Outcome:
         if len(odd):
             bad.add(ep)
             k = int(odd[0])
+            d1, d2 = thumb_distances(s.thumbs)
             findings.append(f"episode {ep} camera {name}: frame {k} (t={int(s.timestamps[k])} ns) is "
                             f"{near[k - 1]:.1f} grey levels from its nearer neighbour while its neighbours are "
-                            f"{near[k - 1] / score[k - 1]:.1f} apart (x{score[k - 1]:.1f})"
+                            f"{d2[k - 1]:.1f} apart (x{score[k - 1]:.1f} what it may be)"
                             + (f" (+{len(odd) - 1} more frames)" if len(odd) > 1 else ""))
             found += [finding(ep, s.timestamps[k], f"frame {k} out of place: {near[k - 1]:.1f} grey levels from its "
-                              f"nearer neighbour, x{score[k - 1]:.1f} the neighbours' distance", f"camera {name}")
+                              f"nearer neighbour, x{score[k - 1]:.1f} what it may be", f"camera {name}")
                       for k in odd[:MAX_FINDINGS_PER_EPISODE].tolist()]
     if judged == 0:
         return Outcome(True, "no camera with three or more decodable frames", skipped=True, applicable=False)
     detail = (f"{judged} frames judged against both neighbours on {THUMB_W}x{THUMB_H} grey thumbnails: largest "
               f"ratio {worst:.2f}" + (f" ({worst_where})" if worst_where else "") + " of a frame more than "
-              f"{t.continuity_min_grey:g} grey levels from both (fail: its distance to the nearer neighbour > "
-              f"{t.continuity_ratio:g} x the neighbours' distance to each other, at least {t.continuity_floor:g})")
+              f"{t.continuity_min_grey:g} grey levels from both (fail: its distance to each neighbour > "
+              f"{t.continuity_ratio:g} x what it may be: the neighbours' distance to each other, at least "
+              f"{t.continuity_floor:g}, or what the joints it sees moved, in grey levels, if more; "
+              f"{with_motion} episode-camera(s) with joints)"
+              + (f"; {excused} frame(s) far from neighbours that are close, as far as their joints moved "
+                 f"(not flagged)" if excused else ""))
     if findings:
         detail += f"; {len(findings)} camera(s) failed, first: {findings[0]}"
     return Outcome(not bad, detail, sorted(bad), findings=found)
@@ -390,14 +445,14 @@ def _visible_qpos(ctx: Context, ep: str, camera: str) -> list:
     return [obs[k] for k in keys if k in obs and len(obs[k]) > 1]
 
 
-def joint_motion(streams: list, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """Joint motion over each interval [t0[i], t1[i]] (ns, arrays of any one shape): the sum over every
-    joint of the streams of |q(t1) - q(t0)| (rad, linear interpolation of the stamps; clamped at the
-    stream's ends)."""
+def joint_motion(streams: list, t0: np.ndarray, t1: np.ndarray, joints: int | None = 7) -> np.ndarray:
+    """Joint motion over each interval [t0[i], t1[i]] (ns, arrays of any one shape): the sum over the
+    first ``joints`` joints of the streams (None: every column, the gripper too) of |q(t1) - q(t0)| (rad,
+    linear interpolation of the stamps; clamped at the stream's ends)."""
     total = np.zeros(np.shape(t0))
     for s in streams:
         ts = s.timestamps.astype(np.float64)
-        v = s.values[:, :7].astype(np.float64)
+        v = s.values[:, :joints].astype(np.float64)
         for j in range(v.shape[1]):
             total += np.abs(np.interp(t1, ts, v[:, j]) - np.interp(t0, ts, v[:, j]))
     return total
