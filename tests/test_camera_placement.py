@@ -16,6 +16,13 @@ from openarm_sim_dataset import Dataset
 #: one worker: the module's stripped copy is built once, not once per worker
 pytestmark = pytest.mark.xdist_group("test_camera_placement")
 
+#: fault -> the check that catches it (planted into every episode, manifests re-sealed)
+FAULTS = {
+    "head_wrist_right_exchanged": "camera_placement",  # the head and wrist_right folders exchanged
+    "wrists_exchanged": "camera_placement",  # the wrist_left and wrist_right folders exchanged
+}
+PAIRS = {"head_wrist_right_exchanged": ("head", "wrist_right"), "wrists_exchanged": ("wrist_left", "wrist_right")}
+
 
 @pytest.fixture(scope="module")
 def stripped(generated, tmp_path_factory) -> Path:
@@ -45,9 +52,11 @@ def test_clean_recording_passes(stripped):
     assert row.status == "pass" and "judged" in row.detail, row.detail
 
 
-@pytest.mark.parametrize("a, b", [("head", "wrist_right"), ("wrist_left", "wrist_right")])
-def test_exchanged_cameras_are_named(stripped, tmp_path, a, b):
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_exchanged_cameras_are_named(stripped, tmp_path, fault):
+    a, b = PAIRS[fault]
     row = _row(exchanged(stripped, tmp_path / "x", a, b))
+    assert row.check == FAULTS[fault]
     assert row.failed and row.episodes == Dataset(stripped).episode_ids, row.detail
     assert f"{a} and {b} exchanged?" in row.detail or f"{b} and {a} exchanged?" in row.detail, row.detail
     assert row.findings and row.findings[0]["where"] in (f"camera {a}", f"camera {b}")
