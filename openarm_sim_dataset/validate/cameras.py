@@ -21,8 +21,12 @@ What it could see:
   for a wrist camera ``wrist_<side>`` only the joints of its own arm (obs ``arms/<side>/qpos``: the
   other arm's motion moves nothing in front of it), for a fixed camera (``head``) any arm.
 
-With nothing moving in view, an unchanging image is what a working camera shows. The default of one
-second follows a teleop recorder that discards an episode whose camera stays stale that long.
+With nothing moving in view, an unchanging image is what a working camera shows. A run whose last frame
+(and, simulated, the frame whose view changed most) differs from its first by more than the noise floor
+is not one image: a view that moves slowly (the resting arm's wrist camera drifting by a millimetre while
+1.7 % of its view changes over a second) changes each step by less than the floor, and its pictures follow.
+The default of one second follows a teleop recorder that discards an episode whose camera stays stale
+that long.
 
 ``camera_continuity`` (no sidecar needed): each inner frame's thumbnail against its two neighbours'.
 A frame more than ``continuity_min_grey`` grey levels from both neighbours, and farther from each than
@@ -38,7 +42,8 @@ with the joints). The first and last frames have one neighbour and are not judge
 ``camera_joint_timing`` (no sidecar needed), the visual twin of ``action_follows_obs``: per camera,
 the image motion between consecutive frames (the scan's mean |difference| per second) against the
 motion of the joints it sees over the same interval (sum of |dq| of joints 1-7 of its own arm for
-``wrist_<side>``, of every arm for a fixed camera, per second), moved back by lags up to
+``wrist_<side>``, of every arm for a fixed camera, per second; a wrist camera's own gripper, whose fingers
+move in front of its lens, ranked apart and added), moved back by lags up to
 ``camera_max_lag_seconds``; rank (Spearman) correlation, as image motion saturates where the arm moves
 fast. The best lag is reported per camera (a positive lag: the pictures show the motion that much
 later, a latency). A camera fails when a lag outside the allowed ones correlates better than every
@@ -214,25 +219,55 @@ def _view_frames(ctx: Context, ep: str, camera: str, timestamps: np.ndarray):
     return depth, labels, rows
 
 
-def _view_change(view, a: int, b: int, depth_m: float) -> float:
-    """Largest fraction of pixels whose label changed, or depth changed by more than ``depth_m``, at a
-    frame of the run a..b against frame a (the sidecar's lossless view of what the camera saw)."""
+def _view_change(view, a: int, b: int, depth_m: float) -> tuple[float, int]:
+    """(fraction, frame): largest fraction of pixels whose label changed, or depth changed by more than
+    ``depth_m``, at a frame of the run a..b against frame a (the sidecar's lossless view of what the camera
+    saw), and that frame."""
     depth, labels, rows = view
     r = rows[a : b + 1]
     d0, l0 = depth[r[0]], labels[r[0]]
-    worst = 0.0
+    worst, at = 0.0, a
     for k in range(1, len(r), CHUNK):  # a chunk of frames at a time: a long run of large frames stays small in memory
         rk = r[k : k + CHUNK]
         with np.errstate(invalid="ignore"):
             moved = (np.abs(depth[rk] - d0) > depth_m) | (labels[rk] != l0)
-        worst = max(worst, float(moved.mean(axis=(1, 2)).max(initial=0.0)))
+        frac = moved.mean(axis=(1, 2))
+        if len(frac) and float(frac.max()) > worst:
+            worst, at = float(frac.max()), a + k + int(np.argmax(frac))
+    return worst, at
+
+
+def _frame_image(cam, i: int):
+    """Frame i of a camera decoded (None when it does not decode)."""
+    try:
+        if isinstance(cam, DecodedCamera):
+            return cam.load_frame(i)
+        frame = cam.get_frame(i)
+        return decode_jpeg(frame.read_bytes(), frame.path)
+    except (DatasetError, OSError):
+        return None
+
+
+def _drift(ctx: Context, ep: str, camera: str, a: int, others: list[int]) -> float:
+    """Largest mean |difference| (grey levels, every other row and column, as the scan) of frame ``a``
+    against the frames ``others``: how far the pictures of a run strayed from its first one, each step
+    below the noise floor (0: not decodable)."""
+    cams = ctx.cameras(ep)
+    cam = cams.get(camera) if isinstance(cams, dict) else None
+    first = None if cam is None else _frame_image(cam, a)
+    worst = 0.0
+    for k in others:
+        img = _frame_image(cam, k) if first is not None else None
+        if img is not None and img.shape == first.shape:
+            worst = max(worst, float(np.abs(img[::2, ::2].astype(np.int16) - first[::2, ::2]).mean()))
     return worst
 
 
 def check_camera_frozen(ctx: Context) -> Outcome:
     """No camera shows an unchanging image for `frozen_seconds` (1 s by default) or longer while something
     it could see moved. Unchanging: consecutive frames byte-identical, or differing by at most
-    `frozen_noise_floor` (0.1 grey levels by default) in mean absolute difference.
+    `frozen_noise_floor` (0.1 grey levels by default) in mean absolute difference, and the run's last
+    frame no farther than that from its first (a slow drift below the floor at each step is a live camera).
 
     What the camera could see: in simulated data (the episode's sidecar holds this camera's depth and
     label frames) its view itself, which moved when, against the run's first frame, more than
@@ -243,8 +278,10 @@ def check_camera_frozen(ctx: Context) -> Outcome:
     do not match the camera's stamps is judged on the arms too.
 
     A still view (the wrist camera of an arm that rests while the other arm works) is not frozen: such
-    long runs are counted in the detail, not failed. The difference is taken on every other pixel row and
-    column. A `skip` (not applicable) when the dataset has no camera. Each frozen run is a timed finding
+    long runs are counted in the detail, not failed. Nor is a run whose last frame (and, in simulated data,
+    the frame whose view changed most) differs from its first by more than `frozen_noise_floor`: its
+    pictures drift with a view that moves slowly, each step below the floor (counted). The difference is
+    taken on every other pixel row and column. A `skip` (not applicable) when the dataset has no camera. Each frozen run is a timed finding
     (its first to its last frame)."""
     scans = scan(ctx)
     if not scans:
@@ -252,6 +289,7 @@ def check_camera_frozen(ctx: Context) -> Outcome:
     t = ctx.t
     limit_ns = t.frozen_seconds * 1e9
     bad, findings, longest, still_runs, pairs, by_view, still_view, found = set(), [], 0.0, 0, 0, 0, 0.0, []
+    drifting, largest_drift = 0, 0.0
     for (ep, name), s in scans.items():
         if len(s.timestamps) < 2:
             continue
@@ -270,7 +308,7 @@ def check_camera_frozen(ctx: Context) -> Outcome:
                 view = _view_frames(ctx, ep, name, s.timestamps) or False
             if view:
                 by_view += 1
-                change = _view_change(view, a, b, t.frozen_depth_m)
+                change, at = _view_change(view, a, b, t.frozen_depth_m)
                 moved = change > t.frozen_view_fraction
                 why = f"while {change:.1%} of its view changed (sidecar depth/labels)"
             else:
@@ -282,6 +320,13 @@ def check_camera_frozen(ctx: Context) -> Outcome:
                 if view:
                     still_view = max(still_view, change)
                 continue
+            if not s.identical[a + 1 : b + 1].all():
+                # each step below the noise floor, but the pictures may drift with a slow view: a live camera
+                drift = _drift(ctx, ep, name, a, sorted({b, at}) if view else [b])
+                if drift > t.frozen_noise_floor:
+                    drifting += 1
+                    largest_drift = max(largest_drift, drift)
+                    continue
             bad.add(ep)
             kind = "byte-identical" if s.identical[a + 1 : b + 1].all() else "unchanged"
             findings.append(f"episode {ep} camera {name}: frames {a}..{b} {kind} for {dur:.2f} s from t={t0} ns {why}")
@@ -293,6 +338,8 @@ def check_camera_frozen(ctx: Context) -> Outcome:
               + (f"; {by_view} long run(s) judged on the sidecar's view (largest change of a still one "
                  f"{still_view:.2%})" if by_view else "")
               + (f"; {still_runs} longer run(s) while nothing in view moved (not flagged)" if still_runs else "")
+              + (f"; {drifting} longer run(s) whose pictures drifted from their first by up to {largest_drift:.2f} "
+                 f"grey levels, step by step below the floor, as their view did (not flagged)" if drifting else "")
               + (f"; {len(findings)} frozen, first: {findings[0]}" if findings else ""))
     return Outcome(not bad, detail, sorted(bad), findings=found)
 
@@ -466,12 +513,38 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return r
 
 
-def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_s: float, step_s: float):
+def _mean_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 0..n-1 along the last axis, tied values sharing their mean rank (a gripper at rest: all
+    ties, no order of time)."""
+    out = np.empty(x.shape)
+    for i, row in enumerate(x.reshape(-1, x.shape[-1])):
+        _, inv, counts = np.unique(row, return_inverse=True, return_counts=True)
+        first = np.r_[0, np.cumsum(counts)[:-1]]
+        out.reshape(-1, x.shape[-1])[i] = (first + (counts - 1) / 2)[inv]
+    return out
+
+
+def gripper_streams(streams: list, min_range: float) -> list:
+    """The streams whose gripper (columns after joints 1-7) moved more than ``min_range``, as streams of
+    the gripper columns alone (for :func:`joint_motion`)."""
+    out = []
+    for s in streams:
+        g = s.values[:, 7:]
+        if g.shape[1] and len(g) and float(np.nanmax(np.ptp(g, axis=0))) > min_range:
+            out.append(type("Gripper", (), {"timestamps": s.timestamps, "values": g})())
+    return out
+
+
+def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_s: float, step_s: float,
+               grip_min_range: float = float("inf")):
     """(lags (s), correlation per lag): rank (Spearman) correlation of the image motion between consecutive
     frames (``image_motion[k]`` between frames k and k+1) per second with the joints' motion over the same
     interval moved back by the lag, per second (a positive lag: the pictures show the joints' motion that
-    much later, a camera's latency). Ranks: image motion saturates where the joints move fast. Every lag
-    at once (one interpolation per joint)."""
+    much later, a camera's latency). Ranks: image motion saturates where the joints move fast. The motion
+    of joints 1-7 and, where a gripper moved more than ``grip_min_range`` (a wrist camera's own gripper;
+    inf: none), of the grippers are ranked apart and the ranks summed: a wrist camera sees its gripper's
+    fingers open and close in front of the lens, a picture change out of all proportion to their travel.
+    Every lag at once (one interpolation per joint)."""
     lags = np.arange(-max_lag_s, max_lag_s + step_s / 2, step_s)
     a, b = ts[:-1].astype(np.float64), ts[1:].astype(np.float64)
     dt = (b - a) / 1e9
@@ -481,7 +554,11 @@ def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_
     x = _ranks(image_motion[ok] / dt[ok])
     x -= x.mean()
     shift = lags[:, None] * 1e9
-    y = _ranks(joint_motion(streams, a[ok] - shift, b[ok] - shift) / dt[ok])  # (lags, intervals)
+    t0, t1 = a[ok] - shift, b[ok] - shift
+    y = _ranks(joint_motion(streams, t0, t1) / dt[ok])  # (lags, intervals)
+    grippers = gripper_streams(streams, grip_min_range)
+    if grippers:
+        y = _ranks(_mean_ranks(y) + _mean_ranks(joint_motion(grippers, t0, t1, joints=None) / dt[ok]))
     y -= y.mean(axis=1, keepdims=True)
     denom = np.linalg.norm(x) * np.linalg.norm(y, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -497,7 +574,9 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
 
     Per camera and episode, the image motion between consecutive frames (mean absolute difference per
     second) is rank-correlated with the motion of the joints the camera sees over the same interval
-    (joints 1-7 of its own arm for a wrist camera `wrist_<side>`, of every arm for any other camera),
+    (joints 1-7 of its own arm for a wrist camera `wrist_<side>` or `<side>_wrist`, with its own gripper,
+    whose fingers move in front of the lens, ranked apart and added when it moves more than
+    `follow_motion`; joints 1-7 of every arm for any other camera),
     shifted by lags up to `camera_max_lag_seconds` (1.5 s by default) in steps of
     `camera_lag_step_seconds` (0.02 s by default, at most half a camera period). The margin required is
     the larger of `timing_margin` and one over the square root of the number of frames (the standard
@@ -528,7 +607,8 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
         hz = meta.frequency("cameras", meta.stored_camera_name(name))
         period = 1 / hz if hz else float(np.median(np.diff(ts))) / 1e9
         lags, corr = motion_lag(ts, s.diff[1:], streams, t.camera_max_lag_seconds,
-                                min(t.camera_lag_step_seconds, period / 2))
+                                min(t.camera_lag_step_seconds, period / 2),
+                                t.follow_motion if layout.wrist_side(name) else float("inf"))
         k = int(np.argmax(corr))
         best, lag = float(corr[k]), float(lags[k])
         if best < t.timing_min_corr:
