@@ -64,6 +64,17 @@ KEY_FAULTS = (
     "attempts_changed",        # the second entry's attempts one more (only a regeneration shows it)
     "head_pose_moved",         # randomised: the second entry's variation moves the head camera 1 cm in x
 )
+#: faults of a rollout dataset's keys (``dataset-evaluate``; issue 38 item 5), planted like KEY_FAULTS into
+#: the second entry or the dataset's ``evaluation:``/``model:`` blocks (tests/test_rollout_keys.py)
+ROLLOUT_KEY_FAULTS = (
+    "success_any_flipped",     # the second entry's success_any negated (a success at the end says false)
+    "arm_contacts_changed",    # the second entry's arm_contacts one more than the replay counts
+    "policy_attempts_changed", # a policy's rollout entry says attempts 1 (a policy makes no scripted attempt)
+    "stop_on_success_set",     # evaluation.stop_on_success true, the episodes run on past their first success
+    "control_hz_doubled",      # evaluation.control_hz doubled (each command is held twice as long)
+    "model_sha256_changed",    # model.sha256: another hash than the policy's (checkpoint file or source)
+    "policy_renamed",          # evaluation.policy and model.source/name another built-in policy
+)
 #: faults of an episode's summary.json (issue 27), planted by :func:`plant_summary` into episode 1 and
 #: re-sealed without re-deriving the summary (what a tool that edits files and re-hashes them leaves):
 #: only ``episode_summary`` can catch them
@@ -203,7 +214,7 @@ def _plant_key(dst: Path, fault: str) -> str:
     ids = [e["id"] for e in yaml.safe_load((dst / "metadata.yaml").read_text())["episodes"]]
 
     def edit(doc):
-        sim, e = doc["simulation"], doc["episodes"][1]
+        sim, e = doc["simulation"], doc["episodes"][1 if len(doc["episodes"]) > 1 else 0]
         if fault == "K_wrong":
             K = sim["cameras"]["head"]["K"]
             K[0][0] *= 1.02
@@ -222,11 +233,28 @@ def _plant_key(dst: Path, fault: str) -> str:
             e["attempts"] += 1
         elif fault == "head_pose_moved":
             e["variation"]["visual"]["cameras"]["head"]["pos"][0] += 0.01
+        elif fault == "success_any_flipped":
+            e["success_any"] = not e["success_any"]
+        elif fault == "arm_contacts_changed":
+            e["arm_contacts"] = e.get("arm_contacts", 0) + 1
+        elif fault == "policy_attempts_changed":
+            e["attempts"] += 1
+        elif fault == "stop_on_success_set":
+            doc["evaluation"]["stop_on_success"] = True
+        elif fault == "control_hz_doubled":
+            doc["evaluation"]["control_hz"] *= 2
+        elif fault == "model_sha256_changed":
+            doc["model"]["sha256"] = "%064x" % (int(doc["model"]["sha256"], 16) ^ 1)
+        elif fault == "policy_renamed":
+            other = "zero" if doc["evaluation"]["policy"] != "zero" else "random"
+            doc["evaluation"]["policy"] = doc["model"]["source"] = doc["model"]["name"] = other
         else:
             raise ValueError(f"unknown fault {fault!r}")
 
     _edit_meta(dst, edit)
-    return ids[1] if fault in ("initial_cubes_moved", "attempts_changed", "head_pose_moved") else ids[0]
+    second = ("initial_cubes_moved", "attempts_changed", "head_pose_moved", "success_any_flipped",
+              "arm_contacts_changed", "policy_attempts_changed")
+    return ids[1] if fault in second and len(ids) > 1 else ids[0]
 
 
 def _plant(src: Path, dst: Path, fault: str) -> str:
@@ -234,7 +262,7 @@ def _plant(src: Path, dst: Path, fault: str) -> str:
     eps = dst / "episodes"
     if fault in MEANING_FAULTS:
         return _plant_meaning(dst, fault)
-    if fault in KEY_FAULTS:
+    if fault in KEY_FAULTS or fault in ROLLOUT_KEY_FAULTS:
         return _plant_key(dst, fault)
     if fault == "drop_frame":
         ep = eps / "0"

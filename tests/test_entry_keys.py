@@ -83,27 +83,6 @@ def test_declared_size_checked_on_recorded_data(tmp_path):
     assert row.status == "fail" and "declares 641x480" in row.detail, row.detail
 
 
-def test_success_any_of_a_successful_rollout_must_be_true(tmp_path, monkeypatch):
-    """A rollout's ``success_any`` is read by its outcome (undone vs not_done); a success at the end is a
-    step where the rule held, so ``success_any: false`` there fails sim_labels. The zero policy never
-    succeeds, so the rule is made to hold at the end (the comparison is what is tested)."""
-    from conftest import run_cli
-
-    import openarm_sim_dataset.validate.sim_labels as sim_labels
-
-    out = tmp_path / "zero"
-    run_cli("evaluate", "--policy", "zero", "--out", out, "--episodes", "1", "--size", "32x24", "--cameras", "head",
-            "--camera-hz", "2.5", "--max-time", "0.4", "--quiet", "--seed", "10")
-    monkeypatch.setattr(sim_labels, "rollout_outcome", lambda *a, **k: ("success", False))
-    doc = yaml.safe_load((out / "metadata.yaml").read_text())
-    for success_any, status in ((True, "pass"), (False, "fail")):
-        doc["episodes"][0].update(success=True, outcome="success", success_any=success_any)
-        (out / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-        row = _rows(out, ["sim_labels"])["sim_labels"]
-        assert row.status == status, row.detail
-    assert "success_any False" in row.detail
-
-
 @pytest.mark.slow
 def test_attempts_are_rederived_by_regeneration(generated, tmp_path):
     ep = plant(generated, tmp_path / "bad", "attempts_changed", reseal=True)

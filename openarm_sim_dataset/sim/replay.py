@@ -6,6 +6,7 @@ Scope of exactness: same machine architecture, same MuJoCo build, same compiled 
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import mujoco
@@ -77,7 +78,8 @@ class ReplayReport:
 
 
 def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int | None = None,
-           state_only: str = "integration", capture: tuple[int, ...] = ()) -> ReplayReport:
+           state_only: str = "integration", capture: tuple[int, ...] = (),
+           watch: Callable[[int, mujoco.MjData], None] | None = None) -> ReplayReport:
     """Replay ``physics_ctrl`` and compare, at every stored frame, qpos/qvel with the stored ``qpos``/``qvel``
     and the whole mjSTATE_INTEGRATION vector with the stored ``state``, bit for bit.
 
@@ -85,7 +87,10 @@ def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int |
     state of frame k. ``state_only="qpos_qvel"`` resumes from qpos, qvel, time and ctrl alone
     (no warm start): shown by the tests not to be exact during contact. ``capture``: physics step
     indices whose replayed state vector to return (``captured[step]``); the replay runs on past the
-    last frame to reach them (at most to the end of ``physics_ctrl``).
+    last frame to reach them (at most to the end of ``physics_ctrl``). ``watch(s, data)``: called with
+    ``data`` after ``s`` physics steps (before step ``s``'s control is set), for every ``s`` from the start
+    to the end of ``physics_ctrl`` (the replay then runs to its end): what a caller reads of the replayed
+    states (e.g. a rollout's success rule at its control steps) costs no second replay.
     """
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     data = mujoco.MjData(model)
@@ -119,6 +124,8 @@ def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int |
     def advance(target: int) -> None:
         nonlocal s
         while s < target:
+            if watch is not None:
+                watch(s, data)
             if s in want:
                 captured[s] = _state(model, data, buf).copy()
             data.ctrl[:] = ctrl[s]
@@ -145,6 +152,9 @@ def replay(model: mujoco.MjModel, side: dict[str, np.ndarray], from_frame: int |
         advance(min(max(want), len(ctrl)))
         if s in want:
             captured[s] = _state(model, data, buf).copy()
+    if watch is not None:
+        advance(len(ctrl))
+        watch(s, data)
     return ReplayReport(k0, len(frames), exact, dq, dv, first, state_exact, parts, captured)
 
 

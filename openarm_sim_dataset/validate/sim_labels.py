@@ -6,6 +6,9 @@ dataset's seed draws for the entry's index (task, task index, arms, ``initial_cu
 sidecar's number of physics steps; and the sidecar's ``initial_state`` is, bit for bit, the state that
 index's parameters set on the episode's own model.
 The last part needs no schema 2: an episode folder copied over another fails it whatever its age.
+A rollout (``dataset-evaluate``) is also held to the run its dataset names: its commands' step pattern
+to ``evaluation.control_hz``, the ``zero`` policy's commands to the initial joint positions, and
+``model:`` to the policy (a checkpoint's file, a built-in policy's name, rate and source file).
 
 ``sim_labels``: each episode's ``success``, ``outcome`` and lucky-success flag ``knocked_over`` are
 judged again by its own task's success rule (:func:`openarm_sim_dataset.sim.tasks.rejudge`: the task's
@@ -14,54 +17,41 @@ controller, the code generation ran, put back in its judging position) on the st
 outcome, lost phase, lifted; the sidecar's ``judge``, schema 2), and must equal metadata.yaml. Where
 the history can be seen in the stored states it is checked against them: a lane said to have lifted
 its object shows it >= 4 cm above its pick height in some frame, one said ``never_picked`` never > 3 cm.
+A rollout's ``success_any``, ``arm_contacts``, length (``stop_on_success``, the time limit) and, for a
+policy, ``attempts`` are held to its replay (:func:`~.sim_replay.rollout_facts`: the rule at every control
+step, arm-arm contact steps, read during the one replay).
 """
 
 from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
 
 import numpy as np
 
 from openarm_sim_dataset.core import layout, sidecar
 from openarm_sim_dataset.core.errors import DatasetError
 from openarm_sim_dataset.core.gl import import_mujoco
-from openarm_sim_dataset.sim.config import config_for_task, config_from_simulation, params_for
 from openarm_sim_dataset.sim.replay import differing_components
+from openarm_sim_dataset.sim.scene import arm_index
 from openarm_sim_dataset.sim.tasks import (
     make_controller,
-    object_up_vectors,
     rejudge,
-    rollout_outcome,
     set_initial_state,
 )
 
 from .check import Context, EpisodeCheck, Outcome
-from .sim_model import ModelProblem, listed, scene_config, sidecar_and_model, sim_block, split_model_problems
-from .sim_replay import replayed_judged_state
-
-
-def _config(ctx: Context, ep: str):
-    """The GenerateConfig episode ``ep`` was drawn with: its own provenance after a mixed merge, and the
-    seed of its own ``seed_inputs`` (a merge of two seeds' runs keeps the first's simulation block)."""
-    import dataclasses
-
-    entry = ctx.ds.episode(ep)
-    prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else {}
-    cfg = config_from_simulation({**sim_block(ctx), **prov}, scene_config(ctx))
-    cfg = dataclasses.replace(cfg, seed=int(entry["seed_inputs"]["seed"]))
-    if ctx.ds.meta.operation_type == "rollout":  # dataset-evaluate runs each task's environment on its own
-
-        cfg = config_for_task(str(entry.get("task", "pick_place")), dataclasses.replace(cfg, tasks=(), task_weights=()))
-    return cfg
-
-
-def drawn_params(ctx: Context, ep: str):
-    """``(params, task_index, cfg)`` that the dataset's seed draws for episode ``ep``'s recorded index."""
-    cfg = _config(ctx, ep)
-    index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
-    params, task_index = params_for(cfg, index)
-    if ctx.ds.meta.operation_type == "rollout":  # indexes the rollout dataset's own task list
-        names = list((sim_block(ctx).get("tasks") or {}).get("names") or [params.task])
-        task_index = names.index(params.task) if params.task in names else -1
-    return params, task_index, cfg
+from .sim_model import (
+    ModelProblem,
+    drawn_params,
+    episode_config,
+    listed,
+    sidecar_and_model,
+    sim_block,
+    split_model_problems,
+)
+from .sim_replay import control_every, is_rollout, replayed_judged_state, rollout_facts
 
 
 def _facts(ctx: Context, ep: str, side: dict, key: str) -> dict | str | None:
@@ -142,7 +132,127 @@ def _identity_episode(ctx: Context, ep: str, prep=None) -> tuple[bool, list[str]
             if facts.get(k) != listed[k]:
                 out.append(f"sidecar's {k} {facts.get(k)!r} differs from the metadata entry's {listed[k]!r}")
     hand = "task_index" in entry and entry["task_index"] != task_index and _by_hand(entry, "task_index", task_index)
+    if is_rollout(ctx, ep):
+        out += rollout_commands(ctx, side, m)
     return facts is not None and not isinstance(facts, str), out, hand
+
+
+def rollout_commands(ctx: Context, side: dict, m) -> list[str]:
+    """What of a rollout's stored commands (``physics_ctrl``) contradicts how its dataset says it was run: a
+    policy target is held for ``1 / evaluation.control_hz`` (a new one starts only at a multiple of that many
+    physics steps, and, among >= 2 changes, not always at a multiple of a longer period: the commands' step
+    pattern is the declared rate's); the ``zero`` policy's targets are, at every step, the initial joint
+    positions (float32, as its observation holds them)."""
+    mujoco = import_mujoco()
+
+    every = control_every(ctx, m)
+    if isinstance(every, str):
+        return [every]
+    ctrl = np.asarray(side["physics_ctrl"], np.float64)
+    out = []
+    hz = ctx.ds.meta.data["evaluation"]["control_hz"]
+    changed = np.flatnonzero(np.any(ctrl[1:] != ctrl[:-1], axis=1)) + 1  # physics steps a new target starts at
+    off = changed[changed % every != 0]
+    if off.size:
+        out.append(f"a new command starts at physics step {int(off[0])}, inside a control step of evaluation.control_hz "
+                   f"{hz!r} ({every} physics steps each)")
+    elif changed.size >= 2 and (held := int(np.gcd.reduce(changed))) != every:
+        out.append(f"every command is held a multiple of {held} physics steps ({1 / (held * m.opt.timestep):g} Hz), "
+                   f"evaluation.control_hz {hz!r} holds each {every}")
+    if str(ctx.ds.meta.data["evaluation"].get("policy")) == "zero" and len(ctrl):
+        d = mujoco.MjData(m)
+        mujoco.mj_setState(m, d, sidecar.seed_initial_state(side), mujoco.mjtState.mjSTATE_INTEGRATION)
+        arms = [arm_index(m, s) for s in layout.ARM_SIDES]
+        hold = np.concatenate([d.qpos[a.qpos].astype(np.float32) for a in arms]).astype(np.float64)
+        act = np.concatenate([a.actuators for a in arms]).astype(int)
+        wrong = np.flatnonzero(np.any(ctrl[:, act] != hold, axis=1))
+        if wrong.size:
+            out.append(f"policy zero holds the initial joint positions; the command of physics step {int(wrong[0])} "
+                       "differs from them")
+    return out
+
+
+#: the built-in policies (``dataset-evaluate --policy NAME``): their ``model.sha256`` is the SHA-256 of this
+#: source file of the package (the file that defines their classes)
+BUILTIN_POLICIES = ("scripted", "zero", "random")
+_POLICY_SOURCE = "openarm_sim_dataset/learn/policies.py"
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _checkpoint_file(ctx: Context, source: str) -> Path | None:
+    """The checkpoint a rollout dataset names, where it is at hand: the path as written (absolute, or
+    relative to the working directory or to the dataset), or a shipped baseline of that file name."""
+    p = Path(source)
+    for c in ([p] if p.is_absolute() else [p, Path(ctx.ds.root) / p, _REPO / "baselines" / p.name]):
+        if c.is_file():
+            return c
+    return None
+
+
+def _source_at(commit: str) -> bytes | None:
+    """The built-in policies' source file at git ``commit`` of this checkout, or None (no git, no such commit)."""
+    try:
+        r = subprocess.run(["git", "-C", str(_REPO), "show", f"{commit}:{_POLICY_SOURCE}"], capture_output=True,
+                           timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def policy_identity(ctx: Context) -> tuple[list[str], str]:
+    """``(what contradicts, what was verified)`` of a rollout dataset's ``model:`` and ``evaluation.policy``:
+    ``model.source`` is ``evaluation.policy``; a checkpoint (``.pt``) at hand hashes to ``model.sha256`` (its
+    file); a built-in policy is named by its name, hashed as the source file of its class, and that file (in
+    this checkout, else at the recorded ``generator.git_commit``) hashes to ``model.sha256``."""
+    model = ctx.ds.meta.data.get("model")
+    ev = ctx.ds.meta.data.get("evaluation")
+    if not isinstance(model, dict) or not isinstance(ev, dict):
+        return ["a rollout dataset without model: and evaluation: blocks"], ""
+    policy, sha = str(ev.get("policy")), model.get("sha256")
+    out = []
+    if model.get("source") != ev.get("policy"):
+        out.append(f"model.source {model.get('source')!r} is not evaluation.policy {ev.get('policy')!r}")
+    if policy.endswith((".pt", ".pth")):
+        if model.get("sha256_of") != "checkpoint file":
+            out.append(f"model.sha256_of {model.get('sha256_of')!r}: a checkpoint's is 'checkpoint file'")
+        path = _checkpoint_file(ctx, policy)
+        if path is None:
+            return out, f"checkpoint {policy} not at hand: its SHA-256 not verified"
+        if _sha256(path.read_bytes()) != sha:
+            out.append(f"model.sha256 {str(sha)[:12]}... is not the SHA-256 of the checkpoint {path}")
+        return out, f"checkpoint {path} hashes to model.sha256"
+    if policy not in BUILTIN_POLICIES:
+        return out, f"policy {policy} (module:factory): its identity not verifiable"
+    if model.get("name") != policy:
+        out.append(f"model.name {model.get('name')!r} is not the built-in policy {policy!r}")
+    # the rate each built-in acts at (learn/policies.py: scripted every physics step, random 10 Hz, zero the
+    # environment's default, the camera rate)
+    timestep = float(sim_block(ctx).get("timestep_s") or 0.002)
+    rate = {"scripted": 1.0 / timestep, "random": 10.0, "zero": sim_block(ctx).get("camera_hz")}[policy]
+    try:
+        same = abs(float(ev.get("control_hz")) - float(rate)) <= 1e-9 * float(rate)
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        out.append(f"evaluation.control_hz {ev.get('control_hz')!r}: policy {policy} acts at {rate:g} Hz")
+    if model.get("sha256_of") != "source file of the policy's class":
+        out.append(f"model.sha256_of {model.get('sha256_of')!r}: a built-in policy's is \"source file of the policy's class\"")
+    here = _REPO / _POLICY_SOURCE
+    if here.is_file() and _sha256(here.read_bytes()) == sha:
+        return out, f"policy {policy}'s source file here hashes to model.sha256"
+    commit = ((sim_block(ctx).get("generator") or {}).get("git_commit"))
+    then = _source_at(str(commit)) if commit else None
+    if then is None:
+        return out, f"policy {policy}'s source changed since the rollouts (commit {commit} not at hand): model.sha256 not verified"
+    if _sha256(then) != sha:
+        out.append(f"model.sha256 {str(sha)[:12]}... is not the SHA-256 of {_POLICY_SOURCE} at the recorded commit "
+                   f"{str(commit)[:12]} (policy {policy}'s source)")
+        return out, ""
+    return out, f"policy {policy}'s source at commit {str(commit)[:12]} hashes to model.sha256"
 
 
 def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
@@ -150,7 +260,11 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     (and `initial_cubes` and `task_index`, where the entry has them) are the ones the dataset's seed
     draws for the entry's `seed_inputs.index`; the entry's `steps` is the sidecar's number of physics
     steps; the sidecar's own `episode` record equals the entry; and the sidecar's `initial_state` is, bit
-    for bit, the state that index's parameters set on the episode's model.
+    for bit, the state that index's parameters set on the episode's model. A policy's rollout
+    (`dataset-evaluate`) is also the run its dataset names: every command is held `1/evaluation.control_hz`
+    (the commands' step pattern), the `zero` policy's commands are the initial joint positions, and the
+    policy is the one `model:` names (`model.source` is `evaluation.policy`; a checkpoint at hand hashes to
+    `model.sha256`; a built-in policy's name, rate and source file, here or at the recorded commit).
 
     The initial-state comparison needs no sidecar schema 2, so an episode folder copied over another
     fails whatever its age; a schema-1 sidecar has no `episode` record (the detail counts it). A
@@ -171,6 +285,10 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
             bad.append(ep)
             first = first or listed(ep, part[1])
     missing = [ep for ep, part in parts.items() if part is None]
+    who, policy_note = policy_identity(ctx) if ctx.ds.meta.operation_type == "rollout" else ([], "")
+    if who:  # the dataset's policy: every rollout of it
+        bad += [ep for ep in parts if ep not in bad and ep not in missing]
+        first = first or "; ".join(who)
     old = n - recorded  # schema 1 (or an unusable record, listed among the differences)
     detail = (f"{n - len(bad)}/{n} episodes are the ones their metadata entries describe (task, arms, seed inputs, "
               f"initial cubes drawn again; steps; initial state bit for bit"
@@ -178,6 +296,7 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
               + (f"; {old} sidecar(s) without an identity record (schema 1: initial state checked)" if old else "")
               + (f"; {len(hand)} episode(s) whose task_index was set by hand ({RELABELLED}: episode "
                  f"{', '.join(hand[:5])})" if hand else "")
+              + (f"; rollouts: commands held 1/control_hz; {policy_note}" if policy_note else "")
               + (f"; first: {first}" if first else "")
               + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
@@ -195,8 +314,10 @@ def labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | N
         return got
     side, m = got
     entry = ctx.ds.episode(ep)
+    # a rollout's replay (one: sim_replay's in this process, else here) shows its rollout keys
+    seen = rollout_facts(ctx, ep, side, m) if is_rollout(ctx, ep) else None
     if sidecar.JUDGE_KEY not in side and "success_any" in entry and sidecar.EPISODE_KEY in side:
-        return _rollout_labels(ctx, ep, side, m, entry)
+        return _rollout_labels(ctx, ep, side, m, entry, seen)
     facts = _facts(ctx, ep, side, sidecar.JUDGE_KEY)
     if facts is None:
         return ("old", f"episode {ep}: sidecar of schema 1 records no judge facts")
@@ -240,6 +361,8 @@ def labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | N
         never = "never_picked" in (f.get("lost_phase"), f.get("outcome"))
         if never and (z > lane.pick_zc + 0.03).any():
             out.append(f"judge facts say {lane.obj} was never picked, frames show it > 3 cm above its pick height")
+    if seen is not None:  # the scripted policy's rollout: the generator's judge, and the rollout's own keys
+        out += _rollout_keys(ctx, entry, seen, own_end=True)
     return ("ok", (params.task, outcome, knocked), out, hand)
 
 
@@ -257,40 +380,61 @@ def _compare_labels(entry: dict, judged: dict, task: str) -> tuple[list[str], li
     return out, hand
 
 
-def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict) -> tuple:
+def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dict | str | None) -> tuple:
     """A policy's rollout (``dataset-evaluate``; no scripted lanes, so no judge facts): its labels judged
     again by the task's state-only rule (:func:`openarm_sim_dataset.sim.tasks.rollout_outcome`, what the
-    environment labelled it with) on the state after its last physics step, replayed (the state before
-    that step, then the step itself, as the environment left it: contacts included)."""
-    mujoco = import_mujoco()
-
+    environment labelled it with) on the state after its last physics step, replayed (contacts included,
+    as the environment left them), with ``success_any`` as the replay shows it (the rule at every control
+    step); the entry's own rollout keys against the same replay (:func:`_rollout_keys`)."""
     try:
         params, _, _ = drawn_params(ctx, ep)
     except (KeyError, TypeError, ValueError) as e:
         return ("ok", (), [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"])
-    ctrl = side["physics_ctrl"]
-    if len(ctrl) == 0:
+    if len(side["physics_ctrl"]) == 0:
         return ("ok", (), ["a rollout without a physics step has nothing to judge"])
-    spec = mujoco.mjtState.mjSTATE_INTEGRATION
-    before = replayed_judged_state(ctx, ep, side, m, len(ctrl) - 1)
-    if before is None:
-        return ("ok", (), [f"the state of step {len(ctrl) - 1} cannot be replayed"])
-    rule = make_controller(m, params)
-    d = mujoco.MjData(m)
-    mujoco.mj_setState(m, d, sidecar.seed_initial_state(side), spec)
-    mujoco.mj_forward(m, d)
-    start_up = object_up_vectors(m, rule, d)
-    mujoco.mj_setState(m, d, before, spec)
-    d.ctrl[:] = ctrl[-1]
-    mujoco.mj_step(m, d)
-    outcome, knocked = rollout_outcome(rule, d, start_up, bool(entry["success_any"]))
-    judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": knocked}
+    if not isinstance(seen, dict) or seen.get("end") is None:
+        return ("ok", (), [f"the rollout's replay cannot be read ({seen or 'not replayed to its end'})"])
+    success, turned = seen["end"]
+    outcome = "success" if success else ("undone" if seen["success_at"] else "not_done")
+    judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": bool(turned)}
     out, hand = _compare_labels(entry, judged, params.task)
-    # success_any is read above (undone vs not_done); a success at the end is a step boundary where the
-    # rule held, so success_any must say so too (the one case the outcome does not show)
-    if outcome == "success" and entry["success_any"] is not True:
-        out.append(f"metadata.yaml says success_any {entry['success_any']!r}, the rule holds at the last step")
-    return ("ok", (params.task, outcome, knocked), out, hand)
+    out += _rollout_keys(ctx, entry, seen, own_end=False)
+    if "attempts" in entry and entry["attempts"] != 0:  # the environment's result: a policy makes no scripted attempt
+        out.append(f"metadata.yaml says attempts {entry['attempts']!r}; a policy's rollout has no scripted attempts (0)")
+    return ("ok", (params.task, outcome, bool(turned)), out, hand)
+
+
+#: policies that never end an episode themselves (no ``done``): it runs to the time limit (or, with
+#: ``stop_on_success``, to the first control step where the rule holds)
+_NO_OWN_END = ("zero", "random")
+
+
+def _rollout_keys(ctx: Context, entry: dict, seen: dict | str | None, own_end: bool) -> list[str]:
+    """What of a rollout entry's ``success_any``, ``arm_contacts`` and length (``stop_on_success``, the time
+    limit) contradicts its replay (:func:`~.sim_replay.rollout_facts`)."""
+    if not isinstance(seen, dict):
+        return [f"the rollout's replay cannot be read ({seen})"]
+    ev = ctx.ds.meta.data.get("evaluation") if isinstance(ctx.ds.meta.data.get("evaluation"), dict) else {}
+    held, n, out = seen["success_at"], seen["steps"], []
+    shown = f"at control steps from physics step {held[0]} on" if held else "at no control step"
+    if entry.get("success_any") is not bool(held):
+        out.append(f"metadata.yaml says success_any {entry.get('success_any')!r}, the task's rule held {shown} "
+                   f"of the replay (every {seen['every']} physics steps)")
+    stop = ev.get("stop_on_success")
+    if stop is True and held and held[0] < n:
+        out.append(f"evaluation.stop_on_success is true and the rule held at physics step {held[0]}: the episode "
+                   f"ends there, it runs to {n}")
+    policy = str(ev.get("policy", ""))
+    if not own_end and (policy in _NO_OWN_END or policy.endswith((".pt", ".pth"))):
+        timestep = float(sim_block(ctx).get("timestep_s") or 0.002)
+        limit = int(round(float(episode_config(ctx, str(entry["id"])).max_time) / timestep))
+        if n != limit and not (stop is True and held and held[0] == n):
+            out.append(f"policy {policy} does not end an episode itself: it runs to the time limit ({limit} physics "
+                       "steps" + (" or the first success" if stop is True else "") + f"), this one has {n}")
+    if "arm_contacts" in entry and entry["arm_contacts"] != seen["arm_contacts"]:
+        out.append(f"metadata.yaml says arm_contacts {entry['arm_contacts']!r}, the replay has "
+                   f"{seen['arm_contacts']} physics step(s) with an arm touching the other")
+    return out
 
 
 def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
@@ -304,8 +448,12 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     looked for in an episode trimmed by `dataset-edit`, whose frames may no longer show it. A label that
     differs from the rule's under its entry's `relabelled` mark (set by hand with `dataset-edit --force`)
     is reported in the detail, not failed. A policy's rollout (`dataset-evaluate`, no `judge` record) is
-    judged by its task's state-only rule on the state after its last physics step, and its `success_any`
-    must agree too.
+    judged by its task's state-only rule on the state after its last physics step. Every rollout (the
+    scripted policy's too) is held to its replay (the one `sim_replay` ran, else one here): `success_any` is
+    whether the rule held at a control step (`evaluation.control_hz`), `arm_contacts` the physics steps with
+    an arm touching the other, `stop_on_success` ends the episode at the first such step, a policy that
+    never ends by itself (zero, random, a checkpoint) runs to the time limit, and a policy's rollout has
+    no scripted `attempts` (0).
 
     A schema-1 sidecar records no judge facts: its episode is not judged, and a dataset of only such
     episodes is a `skip` of a check that applies (a failure under `--strict`). An episode without a

@@ -18,6 +18,7 @@ import numpy as np
 
 from openarm_sim_dataset.core import layout, sidecar
 from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.sim.config import config_for_task, config_from_simulation, params_for
 from openarm_sim_dataset.sim.models import cached_model, load_model
 from openarm_sim_dataset.sim.render import SimRenderer
 from openarm_sim_dataset.sim.scene import SceneConfig
@@ -192,3 +193,27 @@ def back_project(K: np.ndarray, pos: np.ndarray, mat: np.ndarray, uv: np.ndarray
     y = (uv[:, 1] - K[1, 2]) / K[1, 1] * depth
     c = np.stack([x, -y, -depth], 1)
     return pos + c @ mat.reshape(3, 3).T
+
+
+def episode_config(ctx: Context, ep: str):
+    """The GenerateConfig episode ``ep`` was drawn with: its own provenance after a mixed merge, and the
+    seed of its own ``seed_inputs`` (a merge of two seeds' runs keeps the first's simulation block)."""
+    entry = ctx.ds.episode(ep)
+    prov = entry["provenance"] if isinstance(entry.get("provenance"), dict) else {}
+    cfg = config_from_simulation({**sim_block(ctx), **prov}, scene_config(ctx))
+    cfg = dataclasses.replace(cfg, seed=int(entry["seed_inputs"]["seed"]))
+    if ctx.ds.meta.operation_type == "rollout":  # dataset-evaluate runs each task's environment on its own
+
+        cfg = config_for_task(str(entry.get("task", "pick_place")), dataclasses.replace(cfg, tasks=(), task_weights=()))
+    return cfg
+
+
+def drawn_params(ctx: Context, ep: str):
+    """``(params, task_index, cfg)`` that the dataset's seed draws for episode ``ep``'s recorded index."""
+    cfg = episode_config(ctx, ep)
+    index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
+    params, task_index = params_for(cfg, index)
+    if ctx.ds.meta.operation_type == "rollout":  # indexes the rollout dataset's own task list
+        names = list((sim_block(ctx).get("tasks") or {}).get("names") or [params.task])
+        task_index = names.index(params.task) if params.task in names else -1
+    return params, task_index, cfg

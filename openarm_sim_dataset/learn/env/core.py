@@ -60,6 +60,7 @@ from openarm_sim_dataset.sim.tasks import (
     set_initial_state,
 )
 from openarm_sim_dataset.sim.tasks.planner import EpisodeResult
+from openarm_sim_dataset.sim.tasks.planner.geometry import arm_contact_pairs
 from openarm_sim_dataset.sim.variation import check_mode, draw_variation
 
 __all__ = ["OpenArmEnv", "PROMPT_CHARSET", "SimHandle", "config_for_task"]
@@ -167,6 +168,7 @@ class OpenArmEnv(gym.Env):
             raise ValueError("the shared renderer renders another scene's cameras or size")
         self._renderer: SimRenderer | None = renderer
         self._own_renderer = renderer is None
+        self._right_geoms, self._left_geoms = arm_contact_pairs(self.nominal)  # a variation changes no geom
         self._cube_adr = [cube_qpos_adr(self.nominal, c)[0] for c in CUBE_NAMES]
         self._cube_rows = np.asarray(self._cube_adr)[:, None] + np.arange(7)  # (3, 7) qpos indices
         self.data: mujoco.MjData | None = None
@@ -208,6 +210,7 @@ class OpenArmEnv(gym.Env):
         self.rule = make_controller(self.model, self.params)  # its success rule only (never reset/stepped)
         self._start_up = object_up_vectors(self.model, self.rule, self.data)
         self.steps = 0
+        self.arm_contacts = 0
         self.success_any = False
         self.last_ctrl = self.data.ctrl.copy()
         self.recorder = None
@@ -229,9 +232,12 @@ class OpenArmEnv(gym.Env):
         ctrl[self.action_index] = a
         ctrl.setflags(write=False)  # the recorder keeps a reference per physics step
         model, data, rec = self.model, self.data, self.recorder
+        count = self.rule.count_arm_contacts
         for _ in range(self.substeps):
             if self.steps >= self.max_steps:
                 break
+            if count:  # the state this step's control acts on, as the task controller counts them
+                self.arm_contacts += self._arms_touch(data)
             data.ctrl[:] = ctrl
             if rec is not None:
                 rec.on_step(data, self.steps, ctrl)
@@ -243,6 +249,15 @@ class OpenArmEnv(gym.Env):
         terminated = bool(success and self.terminate_on_success)
         truncated = bool(self.steps >= self.max_steps and not terminated)
         return self._observation(), 0.0 if not success else 1.0, terminated, truncated, self._info(success)
+
+    def _arms_touch(self, data: mujoco.MjData) -> bool:
+        """A geom of one arm touches a geom of the other in ``data``'s contacts."""
+        n = data.ncon
+        if not n:
+            return False
+        g = data.contact.geom[:n]
+        r, left = self._right_geoms, self._left_geoms
+        return bool(np.any((r[g[:, 0]] & left[g[:, 1]]) | (left[g[:, 0]] & r[g[:, 1]])))
 
     # --------------------------------------------------------------- outcome
     def knocked_over(self) -> bool:
@@ -260,6 +275,7 @@ class OpenArmEnv(gym.Env):
         a = cube_qpos_adr(self.model, self.rule.objects[0])[0]
         return EpisodeResult(outcome=outcome, knocked_over=bool(outcome == "success" and self.knocked_over()),
                              success=outcome == "success", attempts=0, steps=self.steps, sim_time=float(d.time),
+                             arm_contacts=int(self.arm_contacts),
                              cube_final=d.qpos[a:a + 7].copy(), initial_state=self.initial_state,
                              final_qpos=d.qpos.copy(), final_qvel=d.qvel.copy(), estimates=[], phase_log=[])
 
