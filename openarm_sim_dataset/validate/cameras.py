@@ -5,8 +5,9 @@ against the state streams, ``camera_rate`` and ``camera_coverage``, is in :mod:`
 Every frame is read and decoded once per run by :func:`scan` (shared with the ``jpeg_frames`` form
 check): its size or decoding error, whether its bytes equal the previous frame's, the mean absolute
 difference to the previous frame in grey levels (on every other row and column: a frozen image differs
-by ~0, a live one by the sensor noise or the motion it sees), and a 16x12 grey thumbnail (block means
-of the luma: what the continuity check compares, the same for any image size, little JPEG noise).
+by ~0, a live one by the sensor noise or the motion it sees), its texture (mean |gradient| of the grey
+levels on the same pixels) and a 16x12 grey thumbnail (block means of the luma: what the continuity
+check compares, the same for any image size, little JPEG noise).
 
 A camera is *frozen* when consecutive frames stay the same image (byte-identical, or differing by
 less than ``frozen_noise_floor``) for at least ``frozen_seconds`` while something it could see moved.
@@ -40,7 +41,8 @@ frames (a wrist camera reaching the cube and leaving it at 5 Hz: ratio 3.13 to n
 with the joints). The first and last frames have one neighbour and are not judged.
 
 ``camera_joint_timing`` (no sidecar needed), the visual twin of ``action_follows_obs``: per camera,
-the image motion between consecutive frames (the scan's mean |difference| per second) against the
+the image motion between consecutive frames (the scan's mean |difference| over the two frames' mean
+|gradient|, a displacement: a plain view and a textured one moved alike count alike; per second) against the
 motion of the joints it sees over the same interval (sum of |dq| of joints 1-7 of its own arm for
 ``wrist_<side>``, of every arm for a fixed camera, per second; a wrist camera's own gripper, whose fingers
 move in front of its lens, ranked apart and added), moved back by lags up to
@@ -87,6 +89,9 @@ class CameraScan:
     identical: np.ndarray  # bool (n,): bytes (decoded cameras: pixels) equal to the previous frame's (False for frame 0)
     diff: np.ndarray  # float64 (n,): mean |difference| to the previous frame, grey levels; NaN: frame 0 or undecodable
     thumbs: np.ndarray  # float32 (n, THUMB_H, THUMB_W): grey thumbnail of each frame (block means); NaN: undecodable
+    #: float64 (n,): mean |gradient| of each frame's grey levels (rows and columns, every other pixel), grey
+    #: levels per step; NaN: undecodable (what a displacement changes: a plain view changes little)
+    texture: np.ndarray | None = None
 
 
 #: size of the grey thumbnails the content checks compare frames on (block means: size- and noise-robust)
@@ -112,6 +117,7 @@ def _scan_chunk(cam: Camera, i0: int, i1: int):
     identical = np.zeros(i1 - i0, dtype=bool)
     diff = np.full(i1 - i0, np.nan)
     thumbs = np.full((i1 - i0, THUMB_H, THUMB_W), np.nan, dtype=np.float32)
+    texture = np.full(i1 - i0, np.nan)
     prev_bytes = prev_img = None
     decoded = isinstance(cam, DecodedCamera)  # video or images: its frames are decoded, no JPEG to read
     for i in range(max(i0 - 1, 0), i1):
@@ -130,12 +136,15 @@ def _scan_chunk(cam: Camera, i0: int, i1: int):
             errors.append(err)
             if img is not None and img.ndim == 3 and img.size:
                 thumbs[i - i0] = thumbnail(img)
+                grey = img[::2, ::2].astype(np.float32).mean(axis=2)
+                dy, dx = np.abs(np.diff(grey, axis=0)), np.abs(np.diff(grey, axis=1))
+                texture[i - i0] = (float(dy.mean()) if dy.size else 0.0) + (float(dx.mean()) if dx.size else 0.0)
             if data is not None and prev_bytes is not None:
                 identical[i - i0] = np.array_equal(data, prev_bytes) if decoded else data == prev_bytes
             if img is not None and prev_img is not None and img.shape == prev_img.shape:
                 diff[i - i0] = float(np.abs(img[::2, ::2].astype(np.int16) - prev_img[::2, ::2]).mean())
         prev_bytes, prev_img = data, img
-    return shapes, errors, identical, diff, thumbs
+    return shapes, errors, identical, diff, thumbs, texture
 
 
 def scan(ctx: Context) -> dict[tuple[str, str], CameraScan]:
@@ -163,7 +172,8 @@ def scan(ctx: Context) -> dict[tuple[str, str], CameraScan]:
                     cam.timestamps, [x for c in chunks for x in c[0]], [x for c in chunks for x in c[1]],
                     np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, bool),
                     np.concatenate([c[3] for c in chunks]) if chunks else np.zeros(0),
-                    np.concatenate([c[4] for c in chunks]) if chunks else np.zeros((0, THUMB_H, THUMB_W), np.float32))
+                    np.concatenate([c[4] for c in chunks]) if chunks else np.zeros((0, THUMB_H, THUMB_W), np.float32),
+                    np.concatenate([c[5] for c in chunks]) if chunks else np.zeros(0))
     ctx.cache["camera_scan"] = out
     return out
 
@@ -513,6 +523,19 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return r
 
 
+def displacement(s: CameraScan) -> np.ndarray:
+    """Image motion between consecutive frames (n-1,) in steps of displacement: the mean |difference| over
+    the frames' mean |gradient| (brightness constancy: a picture moved by d pixels changes by about d times
+    its gradient), so that a plain view (the sky, a dark floor) and a textured one (the table) moved alike
+    count alike; the mean |difference| where the texture is unknown or none."""
+    d = s.diff[1:]
+    if s.texture is None or len(d) == 0:
+        return d
+    tex = (s.texture[1:] + s.texture[:-1]) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(np.isfinite(tex) & (tex > 0), d / tex, d)
+
+
 def _mean_ranks(x: np.ndarray) -> np.ndarray:
     """Ranks 0..n-1 along the last axis, tied values sharing their mean rank (a gripper at rest: all
     ties, no order of time)."""
@@ -572,7 +595,8 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
     (1 by default) camera periods either way in simulated data, and in recorded data from that lead up to
     `camera_max_latency_seconds` (0.3 s by default) of latency.
 
-    Per camera and episode, the image motion between consecutive frames (mean absolute difference per
+    Per camera and episode, the image motion between consecutive frames (mean absolute difference over the
+    frames' mean absolute gradient, so that a plain view and a textured one moved alike count alike; per
     second) is rank-correlated with the motion of the joints the camera sees over the same interval
     (joints 1-7 of its own arm for a wrist camera `wrist_<side>` or `<side>_wrist`, with its own gripper,
     whose fingers move in front of the lens, ranked apart and added when it moves more than
@@ -606,7 +630,7 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
             continue
         hz = meta.frequency("cameras", meta.stored_camera_name(name))
         period = 1 / hz if hz else float(np.median(np.diff(ts))) / 1e9
-        lags, corr = motion_lag(ts, s.diff[1:], streams, t.camera_max_lag_seconds,
+        lags, corr = motion_lag(ts, displacement(s), streams, t.camera_max_lag_seconds,
                                 min(t.camera_lag_step_seconds, period / 2),
                                 t.follow_motion if layout.wrist_side(name) else float("inf"))
         k = int(np.argmax(corr))
