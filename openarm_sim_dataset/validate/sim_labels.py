@@ -149,6 +149,9 @@ def rollout_commands(ctx: Context, side: dict, m) -> list[str]:
     if isinstance(every, str):
         return [every]
     ctrl = np.asarray(side["physics_ctrl"], np.float64)
+    if sidecar.TRIM_KEY in side:  # dataset-edit cut it: control steps counted from the untrimmed start
+        pad = sidecar.first_step(side) % every
+        ctrl = np.concatenate([np.repeat(ctrl[:1], pad, axis=0), ctrl]) if len(ctrl) else ctrl
     out = []
     hz = ctx.ds.meta.data["evaluation"]["control_hz"]
     changed = np.flatnonzero(np.any(ctrl[1:] != ctrl[:-1], axis=1)) + 1  # physics steps a new target starts at
@@ -395,7 +398,8 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dic
     if not isinstance(seen, dict) or seen.get("end") is None:
         return ("ok", (), [f"the rollout's replay cannot be read ({seen or 'not replayed to its end'})"])
     success, turned = seen["end"]
-    outcome = "success" if success else ("undone" if seen["success_at"] else "not_done")
+    held = bool(entry.get("success_any")) if seen.get("trimmed") else bool(seen["success_at"])  # a cut: the entry's
+    outcome = "success" if success else ("undone" if held else "not_done")
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": bool(turned)}
     out, hand = _compare_labels(entry, judged, params.task)
     out += _rollout_keys(ctx, entry, seen, own_end=False)
@@ -414,6 +418,8 @@ def _rollout_keys(ctx: Context, entry: dict, seen: dict | str | None, own_end: b
     limit) contradicts its replay (:func:`~.sim_replay.rollout_facts`)."""
     if not isinstance(seen, dict):
         return [f"the rollout's replay cannot be read ({seen})"]
+    if seen.get("trimmed"):  # dataset-edit cut it: the steps, successes and contacts cut away are not replayed
+        return []
     ev = ctx.ds.meta.data.get("evaluation") if isinstance(ctx.ds.meta.data.get("evaluation"), dict) else {}
     held, n, out = seen["success_at"], seen["steps"], []
     shown = f"at control steps from physics step {held[0]} on" if held else "at no control step"

@@ -113,10 +113,15 @@ class RolloutWatch:
         self.m, self.every, self.n = m, every, len(side["physics_ctrl"])
         self.rule = make_controller(m, params)
         self.right, self.left = arm_contact_pairs(m)
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
         d0 = mujoco.MjData(m)
-        mujoco.mj_setState(m, d0, sidecar.seed_initial_state(side), mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_setState(m, d0, sidecar.seed_initial_state(side), spec)  # a trimmed episode's lanes: its seed's
         mujoco.mj_forward(m, d0)
         self.start_up = object_up_vectors(m, self.rule, d0)
+        self.trimmed = sidecar.TRIM_KEY in side
+        if self.trimmed:  # the replay starts on the first state kept
+            mujoco.mj_setState(m, d0, side["initial_state"], spec)
+            mujoco.mj_forward(m, d0)
         self.success_at: list[int] = []
         self.contacts = 0
         self.first = d0
@@ -140,7 +145,7 @@ class RolloutWatch:
             self.end = (bool(ok), bool(ok and objects_turned(self.rule, data, self.start_up)))
 
     def facts(self) -> dict:
-        return {"every": self.every, "steps": self.n, "success_at": list(self.success_at),
+        return {"every": self.every, "steps": self.n, "success_at": list(self.success_at), "trimmed": self.trimmed,
                 "arm_contacts": int(self.contacts), "end": self.end}
 
 
