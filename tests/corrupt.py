@@ -71,6 +71,7 @@ ROLLOUT_KEY_FAULTS = (
     "arm_contacts_changed",    # the second entry's arm_contacts one more than the replay counts
     "policy_attempts_changed", # a policy's rollout entry says attempts 1 (a policy makes no scripted attempt)
     "stop_on_success_set",     # evaluation.stop_on_success true, the episodes run on past their first success
+    "stop_on_success_cleared", # evaluation.stop_on_success false, the episodes stopped at their first success
     "control_hz_doubled",      # evaluation.control_hz doubled (each command is held twice as long)
     "model_sha256_changed",    # model.sha256: another hash than the policy's (checkpoint file or source)
     "policy_renamed",          # evaluation.policy and model.source/name another built-in policy
@@ -239,8 +240,8 @@ def _plant_key(dst: Path, fault: str) -> str:
             e["arm_contacts"] = e.get("arm_contacts", 0) + 1
         elif fault == "policy_attempts_changed":
             e["attempts"] += 1
-        elif fault == "stop_on_success_set":
-            doc["evaluation"]["stop_on_success"] = True
+        elif fault in ("stop_on_success_set", "stop_on_success_cleared"):
+            doc["evaluation"]["stop_on_success"] = fault == "stop_on_success_set"
         elif fault == "control_hz_doubled":
             doc["evaluation"]["control_hz"] *= 2
         elif fault == "model_sha256_changed":

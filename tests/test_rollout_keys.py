@@ -4,7 +4,8 @@ replay or the stored inputs, or declared unverifiable (docs/guarantees/keys.md; 
 Each fault of ``corrupt.ROLLOUT_KEY_FAULTS`` writes one key of a ``dataset-evaluate`` rollout wrong, with the
 manifests re-sealed (only a check of meaning can see it), and must fail the check that re-derives the key,
 naming the episode; the clean rollouts pass the same checks. The rollouts: the scripted policy and the
-random policy on pick_place and tray_green (tray_green's entries count arm-arm contacts), physics only.
+random policy on pick_place and tray_green (tray_green's entries count arm-arm contacts), and the scripted
+policy with ``--stop-on-success`` on pick_place, physics only.
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ ROLLOUT_FAULTS = {
     "arm_contacts_changed": "sim_labels",     # arm-arm contact steps counted during the replay
     "policy_attempts_changed": "sim_labels",  # a policy's rollout: no scripted attempt (0)
     "stop_on_success_set": "sim_labels",      # the episode runs on past the first step the rule held
+    "stop_on_success_cleared": "sim_labels",  # it ended at the first success, neither judged nor timed out
     "control_hz_doubled": "sim_identity",     # the commands' step pattern (each held 1/control_hz)
     "model_sha256_changed": "sim_identity",   # the built-in policy's source file (here, or at the commit)
     "policy_renamed": "sim_identity",         # the zero policy's commands: the initial joint positions
 }
 #: fault -> the rollouts it is planted on (a scripted policy makes attempts: only sim_regenerate shows them;
 #: a rollout that never succeeds runs to its limit with or without stop_on_success)
-ROLLOUTS_OF = {"policy_attempts_changed": ("random",), "stop_on_success_set": ("scripted",)}
+ROLLOUTS_OF = {"policy_attempts_changed": ("random",), "stop_on_success_set": ("scripted",),
+               "stop_on_success_cleared": ("stopped",)}
 CHECKS = ["sim_identity", "sim_replay", "sim_labels"]
 PHYSICS = ["--cameras", "none", "--quiet", "--tasks", "pick_place", "tray_green", "--episodes", "1"]
 
@@ -38,19 +41,21 @@ def rollouts(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("rollout_keys")
     run_cli("evaluate", "--policy", "scripted", "--out", root / "scripted", "--seed", "7001", *PHYSICS)
     run_cli("evaluate", "--policy", "random", "--out", root / "random", "--seed", "10", "--max-time", "1", *PHYSICS)
-    return {"scripted": root / "scripted", "random": root / "random"}
+    run_cli("evaluate", "--policy", "scripted", "--out", root / "stopped", "--seed", "7001", "--stop-on-success",
+            "--cameras", "none", "--quiet", "--episodes", "1")
+    return {"scripted": root / "scripted", "random": root / "random", "stopped": root / "stopped"}
 
 
 def _rows(path, checks=CHECKS) -> dict:
     return {r.check: r for r in validate(Dataset(path), checks=checks)}
 
 
-@pytest.mark.parametrize("which", ["scripted", "random"])
+@pytest.mark.parametrize("which", ["scripted", "random", "stopped"])
 def test_clean_rollouts_pass(rollouts, which):
     rows = _rows(rollouts[which])
     assert all(r.status == "pass" for r in rows.values()), {n: r.detail for n, r in rows.items() if r.status != "pass"}
     assert "commands held 1/control_hz" in rows["sim_identity"].detail
-    assert f"policy {which}'s source" in rows["sim_identity"].detail
+    assert f"policy {'scripted' if which == 'stopped' else which}'s source" in rows["sim_identity"].detail
 
 
 @pytest.mark.parametrize("fault", list(ROLLOUT_FAULTS))

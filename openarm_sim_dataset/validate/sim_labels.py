@@ -365,7 +365,7 @@ def labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | N
         if never and (z > lane.pick_zc + 0.03).any():
             out.append(f"judge facts say {lane.obj} was never picked, frames show it > 3 cm above its pick height")
     if seen is not None:  # the scripted policy's rollout: the generator's judge, and the rollout's own keys
-        out += _rollout_keys(ctx, entry, seen, own_end=True)
+        out += _rollout_keys(ctx, entry, seen, ended=step is not None)  # no judged step: it never ended itself
     return ("ok", (params.task, outcome, knocked), out, hand)
 
 
@@ -402,7 +402,9 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dic
     outcome = "success" if success else ("undone" if held else "not_done")
     judged = {"outcome": outcome, "success": outcome == "success", "knocked_over": bool(turned)}
     out, hand = _compare_labels(entry, judged, params.task)
-    out += _rollout_keys(ctx, entry, seen, own_end=False)
+    policy = str((ctx.ds.meta.data.get("evaluation") or {}).get("policy", ""))
+    out += _rollout_keys(ctx, entry, seen, ended=False if policy in _NO_OWN_END or policy.endswith((".pt", ".pth"))
+                         else None)
     if "attempts" in entry and entry["attempts"] != 0:  # the environment's result: a policy makes no scripted attempt
         out.append(f"metadata.yaml says attempts {entry['attempts']!r}; a policy's rollout has no scripted attempts (0)")
     return ("ok", (params.task, outcome, bool(turned)), out, hand)
@@ -413,9 +415,11 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dic
 _NO_OWN_END = ("zero", "random")
 
 
-def _rollout_keys(ctx: Context, entry: dict, seen: dict | str | None, own_end: bool) -> list[str]:
+def _rollout_keys(ctx: Context, entry: dict, seen: dict | str | None, ended: bool | None) -> list[str]:
     """What of a rollout entry's ``success_any``, ``arm_contacts`` and length (``stop_on_success``, the time
-    limit) contradicts its replay (:func:`~.sim_replay.rollout_facts`)."""
+    limit) contradicts its replay (:func:`~.sim_replay.rollout_facts`). ``ended``: the policy ended the
+    episode itself (the scripted controller judged it), False: it did not (it never does: zero, random, a
+    checkpoint; or the scripted controller never judged), None: unknown (a ``module:factory`` policy)."""
     if not isinstance(seen, dict):
         return [f"the rollout's replay cannot be read ({seen})"]
     if seen.get("trimmed"):  # dataset-edit cut it: the steps, successes and contacts cut away are not replayed
@@ -431,11 +435,11 @@ def _rollout_keys(ctx: Context, entry: dict, seen: dict | str | None, own_end: b
         out.append(f"evaluation.stop_on_success is true and the rule held at physics step {held[0]}: the episode "
                    f"ends there, it runs to {n}")
     policy = str(ev.get("policy", ""))
-    if not own_end and (policy in _NO_OWN_END or policy.endswith((".pt", ".pth"))):
+    if ended is False:
         timestep = float(sim_block(ctx).get("timestep_s") or 0.002)
         limit = int(round(float(episode_config(ctx, str(entry["id"])).max_time) / timestep))
         if n != limit and not (stop is True and held and held[0] == n):
-            out.append(f"policy {policy} does not end an episode itself: it runs to the time limit ({limit} physics "
+            out.append(f"policy {policy} did not end the episode itself: it runs to the time limit ({limit} physics "
                        "steps" + (" or the first success" if stop is True else "") + f"), this one has {n}")
     if "arm_contacts" in entry and entry["arm_contacts"] != seen["arm_contacts"]:
         out.append(f"metadata.yaml says arm_contacts {entry['arm_contacts']!r}, the replay has "
@@ -457,9 +461,9 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     judged by its task's state-only rule on the state after its last physics step. Every rollout (the
     scripted policy's too) is held to its replay (the one `sim_replay` ran, else one here): `success_any` is
     whether the rule held at a control step (`evaluation.control_hz`), `arm_contacts` the physics steps with
-    an arm touching the other, `stop_on_success` ends the episode at the first such step, a policy that
-    never ends by itself (zero, random, a checkpoint) runs to the time limit, and a policy's rollout has
-    no scripted `attempts` (0).
+    an arm touching the other, `stop_on_success` ends the episode at the first such step, a policy that did
+    not end it itself (zero, random, a checkpoint, the scripted controller that never judged) runs to the
+    time limit, and a policy's rollout has no scripted `attempts` (0).
 
     A schema-1 sidecar records no judge facts: its episode is not judged, and a dataset of only such
     episodes is a `skip` of a check that applies (a failure under `--strict`). An episode without a
