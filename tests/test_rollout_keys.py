@@ -10,7 +10,9 @@ policy with ``--stop-on-success`` on pick_place, physics only.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import yaml
 from conftest import REPO, run_cli
 from corrupt import plant
 
@@ -90,3 +92,39 @@ def test_checkpoint_identity(tmp_path):
         ep = plant(out, tmp_path / fault, fault, reseal=True)
         bad = _rows(tmp_path / fault, ["sim_identity"])["sim_identity"]
         assert bad.status == "fail" and ep in bad.episodes, (fault, bad.detail)
+
+
+class _ArmsMeeting:
+    """Turns both shoulders towards the middle (joint1 -1.2 rad right, +1.2 left; joint2 -0.8, +0.8): the
+    arms meet and press on each other for most of the episode."""
+
+    name = "arms_meeting"
+    cameras = False
+    control_hz = 10.0
+
+    def reset(self) -> None:
+        pass
+
+    def act(self, obs):
+        t = np.concatenate([np.asarray(obs["arms"][s]["qpos"], np.float64) for s in ("right", "left")])
+        t[[0, 1, 8, 9]] += (-1.2, -0.8, 1.2, 0.8)
+        return t
+
+
+def arms_meeting() -> _ArmsMeeting:
+    return _ArmsMeeting()
+
+
+def test_arm_contacts_of_a_policy_are_counted_alike_by_the_environment_and_the_replay(tmp_path):
+    """A policy's rollout whose arms touch: the environment's count (every physics step, before it, as the
+    task controller counts) is the replay's, step for step; one more fails sim_labels."""
+    out = tmp_path / "meet"
+    run_cli("evaluate", "--policy", "test_rollout_keys:arms_meeting", "--out", out, "--tasks", "bimanual_tray",
+            "--episodes", "1", "--cameras", "none", "--max-time", "3", "--seed", "3", "--quiet")
+    assert yaml.safe_load((out / "metadata.yaml").read_text())["episodes"][0]["arm_contacts"] > 100
+    rows = _rows(out)
+    assert all(r.status == "pass" for r in rows.values()), {n: r.detail for n, r in rows.items()}
+    assert "module:factory" in rows["sim_identity"].detail  # its identity: not verifiable, said so
+    ep = plant(out, tmp_path / "bad", "arm_contacts_changed", reseal=True)
+    row = _rows(tmp_path / "bad", ["sim_labels"])["sim_labels"]
+    assert row.status == "fail" and ep in row.episodes and "arm_contacts" in row.detail, row.detail
