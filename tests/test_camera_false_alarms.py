@@ -151,7 +151,12 @@ def test_tray_green_rollouts_pass_and_a_stale_camera_there_still_fails(tray_roll
     assert "camera wrist_left: frames 110..120 byte-identical" in row.detail
 
 
-POLICIES = sorted(p.name for p in (Path(__file__).parents[1] / "baselines").glob("*.pt"))
+#: a known false alarm left (issue 38): the idle left arm of stack_red_on_blue (joint ranges <= 0.15 rad, 2.5 rad
+#: of path against the right arm's 11.9) drifts in the policy's 1 s rhythm, and its wrist camera, whose picture
+#: moves with the right arm in view, fits its own arm 0.96 s early (0.76) better than in time (0.54)
+_KNOWN = {"stack_red_on_blue_cameras.pt": "camera_joint_timing: the idle arm's wrist camera, -0.96 s (issue 38)"}
+POLICIES = [pytest.param(p, marks=pytest.mark.xfail(reason=_KNOWN[p], strict=True)) if p in _KNOWN else p
+            for p in sorted(p.name for p in (Path(__file__).parents[1] / "baselines").glob("*.pt"))]
 
 
 @pytest.mark.slow
