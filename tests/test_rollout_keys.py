@@ -128,3 +128,15 @@ def test_arm_contacts_of_a_policy_are_counted_alike_by_the_environment_and_the_r
     ep = plant(out, tmp_path / "bad", "arm_contacts_changed", reseal=True)
     row = _rows(tmp_path / "bad", ["sim_labels"])["sim_labels"]
     assert row.status == "fail" and ep in row.episodes and "arm_contacts" in row.detail, row.detail
+
+
+def test_a_scripted_rollouts_attempts_by_regeneration(rollouts, tmp_path):
+    """The scripted policy's attempts (its controller's count) are shown by regenerating the episode (tray_green,
+    with its task's own configuration, on its id's clock); the random policy's rollout is not regenerable."""
+    ep = plant(rollouts["scripted"], tmp_path / "bad", "attempts_changed", reseal=True)
+    row = {r.check: r for r in validate(Dataset(tmp_path / "bad"), checks=["sim_regenerate"], regenerate=[ep])}
+    assert row["sim_regenerate"].status == "fail" and "attempts" in row["sim_regenerate"].detail
+    clean = {r.check: r for r in validate(Dataset(rollouts["scripted"]), checks=["sim_regenerate"], regenerate=[ep])}
+    assert clean["sim_regenerate"].status == "pass", clean["sim_regenerate"].detail
+    other = {r.check: r for r in validate(Dataset(rollouts["random"]), checks=["sim_regenerate"], regenerate=["1"])}
+    assert other["sim_regenerate"].status == "skip" and "scripted controller" in other["sim_regenerate"].detail

@@ -19,13 +19,17 @@ def make_renderer(model: mujoco.MjModel, scene: SceneConfig) -> SimRenderer | No
     return SimRenderer(model, scene) if scene.cameras else None
 
 
-def record_index(cfg: GenerateConfig, index: int, model, renderer: SimRenderer | None) -> RecordedEpisode:
+def record_index(cfg: GenerateConfig, index: int, model, renderer: SimRenderer | None,
+                 clock_index: int | None = None) -> RecordedEpisode:
     """Record episode ``index`` of ``cfg``: its task and parameters (:func:`params_for`), its scene
     variation (if ``cfg.randomize``) from its own stream, on the model built with that variation
-    (``model``, the nominal one, otherwise). What generation and ``--regenerate`` both run."""
+    (``model``, the nominal one, otherwise). What generation and ``--regenerate`` both run.
+    ``clock_index``: the episode's index on the dataset clock (its stamps), default ``index`` (a rollout
+    of several tasks: its episode id)."""
     params, _ = params_for(cfg, index)
+    clock = index if clock_index is None else int(clock_index)
     variation = draw_variation(cfg.seed, index, cfg.randomize, cfg.scene)
     if variation is None:
-        return record_episode(model, renderer, params, index, cfg.record, cfg.max_time)
+        return record_episode(model, renderer, params, clock, cfg.record, cfg.max_time)
     built = episode_model(cfg.scene, variation)
-    return record_episode(built.model, renderer, params, index, cfg.record, cfg.max_time, variation, built.sha256)
+    return record_episode(built.model, renderer, params, clock, cfg.record, cfg.max_time, variation, built.sha256)

@@ -20,6 +20,7 @@ from .check import Context, EpisodeCheck, Outcome
 from .sim_model import (
     ModelProblem,
     camera_episodes,
+    episode_config,
     model,
     physics_only,
     recorded_cameras,
@@ -127,8 +128,11 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
 
     Camera images are compared byte for byte, so on a GL renderer other than the recording's they
     differ. An episode trimmed by `dataset-edit` is compared with the regenerated episode cut as its
-    `trim` record says. Slow: one whole generation per episode. A `skip` (not applicable) when no episode
-    is requested, and for a dataset recorded live in a dataflow (no generator to run again)."""
+    `trim` record says. A scripted policy's rollout (`dataset-evaluate --policy scripted`) is regenerated
+    with its task's own configuration, on its id's clock. Slow: one whole generation per episode. A `skip`
+    (not applicable) when no episode is requested, for a dataset recorded live in a dataflow (no generator
+    to run again), for another policy's rollout and for one stopped at its first success (the generator
+    runs the scripted controller to its end)."""
     if not ctx.regenerate:
         return Outcome(True, "not requested (--regenerate N)", skipped=True, applicable=False)
 
@@ -137,9 +141,19 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
     cfg = config_from_simulation(sim, scene_config(ctx))
     r = renderer(ctx)  # the process's renderer of this scene, shared with sim_render
     bad, arrays, first, trimmed = [], 0, None, 0
+    rollout = ctx.ds.meta.operation_type == "rollout"
+    ev = (ctx.ds.meta.data.get("evaluation") or {}) if rollout else {}
+    if rollout and ev.get("policy") != "scripted":  # the generator runs the scripted controller
+        return Outcome(True, f"a rollout of policy {ev.get('policy')!r}: the generator runs the scripted controller, "
+                       "not this policy", skipped=True, applicable=False)
+    if ev.get("stop_on_success") is True:  # the generator runs on past the first success; such a rollout stopped there
+        return Outcome(True, "a scripted rollout stopped at its first success (evaluation.stop_on_success): the "
+                       "generator runs on, nothing to regenerate it with", skipped=True, applicable=False)
     for ep in ctx.regenerate:
         index = int(ctx.ds.episode(ep)["seed_inputs"]["index"])
-        rec = record_index(cfg, index, model(ctx), r)
+        # a rollout ran each task's environment on its own (the task's config), its id on the dataset clock
+        rec = (record_index(episode_config(ctx, ep), index, model(ctx), r, clock_index=int(ep)) if rollout
+               else record_index(cfg, index, model(ctx), r))
         side, fr = ctx.sidecar(ep), ctx.frames(ep)
         diffs = []
         if isinstance(side, dict) and sidecar.TRIM_KEY in side:
