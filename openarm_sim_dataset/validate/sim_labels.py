@@ -186,14 +186,13 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _checkpoint_file(ctx: Context, source: str) -> Path | None:
-    """The checkpoint a rollout dataset names, where it is at hand: the path as written (absolute, or
-    relative to the working directory or to the dataset), or a shipped baseline of that file name."""
+def _checkpoint_files(ctx: Context, source: str) -> list[Path]:
+    """The files a rollout dataset's checkpoint path may name, where they are at hand: the path as written
+    (absolute, or relative to the working directory, to the dataset, or, for ``baselines/...``, to this
+    checkout: a shipped baseline)."""
     p = Path(source)
-    for c in ([p] if p.is_absolute() else [p, Path(ctx.ds.root) / p, _REPO / "baselines" / p.name]):
-        if c.is_file():
-            return c
-    return None
+    cands = [p] if p.is_absolute() else [p, Path(ctx.ds.root) / p] + ([_REPO / p] if p.parts[:1] == ("baselines",) else [])
+    return list(dict.fromkeys(c.resolve() for c in cands if c.is_file()))
 
 
 def _source_at(commit: str) -> bytes | None:
@@ -222,12 +221,14 @@ def policy_identity(ctx: Context) -> tuple[list[str], str]:
     if policy.endswith((".pt", ".pth")):
         if model.get("sha256_of") != "checkpoint file":
             out.append(f"model.sha256_of {model.get('sha256_of')!r}: a checkpoint's is 'checkpoint file'")
-        path = _checkpoint_file(ctx, policy)
-        if path is None:
+        paths = _checkpoint_files(ctx, policy)
+        if not paths:
             return out, f"checkpoint {policy} not at hand: its SHA-256 not verified"
-        if _sha256(path.read_bytes()) != sha:
-            out.append(f"model.sha256 {str(sha)[:12]}... is not the SHA-256 of the checkpoint {path}")
-        return out, f"checkpoint {path} hashes to model.sha256"
+        same = [p for p in paths if _sha256(p.read_bytes()) == sha]  # a relative path may name several: one must
+        if not same:
+            out.append(f"model.sha256 {str(sha)[:12]}... is not the SHA-256 of the checkpoint {paths[0]}")
+            return out, ""
+        return out, f"checkpoint {same[0]} hashes to model.sha256"
     if policy not in BUILTIN_POLICIES:
         return out, f"policy {policy} (module:factory): its identity not verifiable"
     if model.get("name") != policy:
