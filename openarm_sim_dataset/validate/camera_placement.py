@@ -23,7 +23,7 @@ import numpy as np
 
 from openarm_sim_dataset.core import layout
 
-from .cameras import THUMB_H, THUMB_W, joint_motion, scan
+from .camera_scan import THUMB_H, THUMB_W, joint_motion, scan
 from .check import CheckFn, Context, Outcome, finding
 
 #: cameras fixed to the robot's body, which no arm carries (OpenArm's head camera)

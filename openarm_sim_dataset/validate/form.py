@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.atomic import TMP_PREFIX
 
-from .cameras import scan
+from .camera_scan import scan
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding
 from .integrity import check_integrity
 from .summary_json import check_episode_summary

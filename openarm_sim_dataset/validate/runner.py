@@ -97,15 +97,15 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
             out = Outcome(False, f"warning, a failure under strict: {out.detail}", [*out.episodes, *out.warned],
                           findings=[dict(f, level="fail") for f in out.findings])
         rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
-                                sorted(set(out.episodes), key=_id_key), out.skipped, out.applicable,
-                                sorted(set(out.warned), key=_id_key), _kept_findings(out.findings)))
+                                sorted(set(out.episodes), key=episode_order), out.skipped, out.applicable,
+                                sorted(set(out.warned), key=episode_order), _kept_findings(out.findings)))
     return rows
 
 
 def _kept_findings(findings: list[dict]) -> list[dict]:
     """The findings sorted by episode and time, at most :data:`MAX_FINDINGS_PER_EPISODE` per episode."""
     out, per = [], {}
-    for f in sorted(findings, key=lambda f: (_id_key(f["episode"]), f["t_ns"], f["where"])):
+    for f in sorted(findings, key=lambda f: (episode_order(f["episode"]), f["t_ns"], f["where"])):
         per[f["episode"]] = per.get(f["episode"], 0) + 1
         if per[f["episode"]] <= MAX_FINDINGS_PER_EPISODE:
             out.append(f)
@@ -116,7 +116,8 @@ def _block_unusable(ds: Dataset, what: str) -> str:
     return f"{ds.root / layout.METADATA_FILE}: simulation block unusable ({what})"
 
 
-def _id_key(ep: str):
+def episode_order(ep: str) -> tuple:
+    """Sort key of episode ids: numeric ids in numeric order first, then the others by name."""
     return (0, int(ep), ep) if ep.isdigit() else (1, 0, ep)
 
 

@@ -23,7 +23,7 @@ from openarm_sim_dataset.core.stats import clopper_pearson
 
 from .check import CheckResult, Report
 from .registry import SAMPLED_CHECKS, check_table, family_of
-from .runner import _id_key, validate
+from .runner import episode_order, validate
 
 #: Confidence of the stated bounds.
 CONFIDENCE = 0.95
@@ -60,7 +60,7 @@ def draw_sample(ds: Dataset, ids: list[str], n: int, seed: int) -> list[str]:
     strata (:func:`stratum`) in proportion to their sizes (largest remainders; every stratum gets one when
     ``n`` reaches their number), sorted as episode ids."""
     if n >= len(ids):
-        return sorted(ids, key=_id_key)
+        return sorted(ids, key=episode_order)
     entries = {str(e["id"]): e for e in ds.meta.episodes}
     strata: dict[tuple[str, str], list[str]] = {}
     for ep in ids:
@@ -81,9 +81,9 @@ def draw_sample(ds: Dataset, ids: list[str], n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     out: list[str] = []
     for key, k in zip(keys, take):
-        members = sorted(strata[key], key=_id_key)
+        members = sorted(strata[key], key=episode_order)
         out += [members[i] for i in sorted(rng.choice(len(members), size=int(k), replace=False))]
-    return sorted(out, key=_id_key)
+    return sorted(out, key=episode_order)
 
 
 @dataclass
@@ -161,7 +161,7 @@ def sampled_validate(ds: Dataset, sample: Sample, episodes: list[str] | None = N
         rows.update((r.check, r) for r in every)
         out.file_lines = every.file_lines
     if costly and drawn:
-        full_ids = sorted(set(drawn) | {ds.episode_id(e) for e in regenerate}, key=_id_key)
+        full_ids = sorted(set(drawn) | {ds.episode_id(e) for e in regenerate}, key=episode_order)
         some = validate(ds, episodes=full_ids, checks=costly, regenerate=regenerate, quick=quick, **kwargs)
         for r in some:
             if r.check in rows:  # the no-episodes verdict: once
@@ -178,7 +178,7 @@ def sampled_validate(ds: Dataset, sample: Sample, episodes: list[str] | None = N
     drawn_set = set(drawn)
     for family, fam_rows in by_family.items():
         failed = sorted({ep for r in fam_rows if r.failed for ep in (r.episodes or drawn) if ep in drawn_set},
-                        key=_id_key)
+                        key=episode_order)
         lo, hi = clopper_pearson(len(failed), len(drawn), CONFIDENCE)
         bounds.append(FamilyBound(family, [r.check for r in fam_rows], len(drawn), len(ids), failed, lo, hi))
     out.sample = SampleReport(sample.seed, len(ids), drawn, bounds)
