@@ -125,3 +125,36 @@ def test_workers_draw_and_judge_the_same_sample(generated, tmp_path):
     assert one["sample"] == two["sample"]
     assert [(r["check"], r["status"], r["episodes"]) for r in one["rows"]] == \
         [(r["check"], r["status"], r["episodes"]) for r in two["rows"]]
+
+
+def test_the_verdict_is_written_into_the_document_as_it_is_and_never_under_a_writer(generated, tmp_path):
+    """An episode committed while a validation ran stays listed (the verdict goes into metadata.yaml as it
+    is when written, under the writers' lock); while a writer holds the lock, nothing is written and one
+    line says so, the verdict printed and its exit status kept."""
+    from openarm_sim_dataset.core.lock import OutputLock
+    from openarm_sim_dataset.core.metadata import Metadata
+    from openarm_sim_dataset.validate import valid_flags, validate, write_valid_flags
+
+    ds_path = tmp_path / "ds"
+    import shutil
+
+    shutil.copytree(generated, ds_path)
+    ds = Dataset(ds_path)
+    rows = validate(ds, checks=["metadata", "episode_folders"])
+    # a writer commits a third episode meanwhile (here: its entry, as a fold would write it)
+    meta = Metadata.load(ds_path)
+    meta.episodes.append(dict(meta.episodes[0], id="2"))
+    meta.write(ds_path)
+    write_valid_flags(ds, valid_flags(ds, rows))
+    doc = yaml.safe_load((ds_path / "metadata.yaml").read_text())
+    assert [e["id"] for e in doc["episodes"]] == ["0", "1", "2"]
+    assert [e.get("valid") for e in doc["episodes"]] == [True, True, None]
+
+    before = (ds_path / "metadata.yaml").read_bytes()
+    lock = OutputLock(ds_path)
+    try:
+        r = run_cli("validate", str(ds_path), "--checks", "metadata", check=0)
+    finally:
+        lock.release()
+    assert "not updated: another process is writing this dataset (lock held)" in r.stderr and "valid" in r.stdout
+    assert (ds_path / "metadata.yaml").read_bytes() == before

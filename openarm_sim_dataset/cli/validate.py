@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from openarm_sim_dataset.core.dataset import Dataset  # start-up: not for --help
+        from openarm_sim_dataset.core.lock import LockHeldError  # start-up: not for --help
         from openarm_sim_dataset.validate import (  # start-up: not for --help
             NO_EPISODES,
             valid_flags,
@@ -201,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         flags = valid_flags(ds, rows, args.episodes)
         record = rows.sample.to_dict() if rows.sample is not None else None
         if not args.no_update_metadata and flags:  # no episode (an empty dataset): nothing to flag
-            write_valid_flags(ds, flags, sample=record)
+            try:
+                write_valid_flags(ds, flags, sample=record)
+            except LockHeldError:  # a writer is committing episodes: the verdict stands, unrecorded
+                print(f"dataset-validate: {ds.root / 'metadata.yaml'}: not updated: another process is writing this "
+                      "dataset (lock held); the verdict below is not recorded", file=sys.stderr)
         failed = [r for r in rows if r.failed]
         for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
             print(line, file=sys.stderr)

@@ -10,6 +10,8 @@ from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.dataset import Dataset
 from openarm_sim_dataset.core.errors import DatasetError
 from openarm_sim_dataset.core.gl import check_rendering, import_mujoco
+from openarm_sim_dataset.core.lock import OutputLock
+from openarm_sim_dataset.core.metadata import Metadata
 
 from . import groups
 from .check import (
@@ -151,11 +153,25 @@ def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = No
     ``sample``: a sampled run's record (:meth:`.sampling.SampleReport.to_dict`): each flagged episode also
     gets ``checked: full`` (sampled: every check) or ``checked: form`` (the cheap checks only), and the
     top-level ``validation:`` mapping keeps the seed, the sampled ids and the bounds, so the sample can be
-    drawn again. A run without it removes both from the episodes it flags (its verdict replaces theirs)."""
+    drawn again. A run without it removes both from the episodes it flags (its verdict replaces theirs).
+
+    Written under the writers' lock into metadata.yaml as it is at that moment (episodes committed during
+    the validation kept, unflagged); raises :class:`~openarm_sim_dataset.core.lock.LockHeldError` when a
+    writer holds the dataset (nothing written)."""
     if ds.lerobot is not None:
         return
-    meta = ds.meta
-    when = when or validation_time()
+    # a writer (dataset-generate, dataset-evaluate, the recorder) may be committing episodes: the verdict is
+    # written under the writers' lock into the document as it is now, never into the one read when the
+    # validation began (its write would drop entries committed since, and their journal)
+    lock = OutputLock(ds.root)
+    try:
+        _write_flags(ds.root, flags, when or validation_time(), sample)
+    finally:
+        lock.release()
+
+
+def _write_flags(root, flags: dict[str, bool], when: str, sample: dict | None) -> None:
+    meta = Metadata.load(root)
     drawn = set(sample["sampled"]) if sample else set()
     for ep in meta.episodes:
         ep_id = layout.check_name(ep["id"], "episode id")
@@ -172,4 +188,4 @@ def write_valid_flags(ds: Dataset, flags: dict[str, bool], when: str | None = No
                                    "bounds": [dict(b) for b in sample["bounds"]]}
     elif set(flags) >= set(meta.episode_ids):  # the whole dataset judged again: the sampled record is stale
         meta.data.pop("validation", None)
-    meta.write(ds.root)
+    meta.write(root)
