@@ -8,7 +8,8 @@ the picture, never all of it. So, per episode and camera, over windows of at lea
 * a window where the camera's **whole view changes** is one where at least :data:`WHOLE_FRACTION` of its
   16x12 grey thumbnail's cells change by more than :data:`CELL_GREY` grey levels beyond a change of the
   whole picture's brightness and contrast (an exposure that follows an arm into view moves no cell);
-* an arm **moves** in a window when its joints 1-7 move faster than :data:`ARM_MOVING` rad/s (summed).
+* an arm **moves** in a window when its joints (1-7 and the gripper, whose fingers move in front of its
+  wrist camera) move faster than :data:`ARM_MOVING` rad/s (summed).
 
 A wrist camera ``wrist_<side>`` whose whole view changes mostly while its own arm rests and the other arm
 moves hangs on the other arm; a head (or any fixed) camera whose whole view changes in a good part of
@@ -34,6 +35,8 @@ WINDOW_S = 0.2
 CELL_GREY = 4.0
 #: fraction of a thumbnail's cells that change when the camera's whole view moves
 WHOLE_FRACTION = 0.3
+#: median correlation of consecutive thumbnails below which a camera's pictures are unrelated (noise)
+MIN_RELATED = 0.5
 #: rad/s: joints 1-7 of an arm moving faster than this (summed |dq/dt|) move it
 ARM_MOVING = 0.5
 #: windows of an arm's motion needed to judge a camera against it
@@ -89,6 +92,19 @@ def view_changes(thumbs: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray
     return frac
 
 
+def _unrelated(thumbs: np.ndarray) -> bool:
+    """Whether a camera's consecutive thumbnails are mostly unrelated (median correlation below
+    :data:`MIN_RELATED`): synthetic noise, not a view; a real camera's next picture resembles the last."""
+    a, b = thumbs[:-1].reshape(len(thumbs) - 1, -1), thumbs[1:].reshape(len(thumbs) - 1, -1)
+    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    if not ok.any():
+        return True
+    a, b = a[ok] - a[ok].mean(axis=1, keepdims=True), b[ok] - b[ok].mean(axis=1, keepdims=True)
+    den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    r = np.where(den > 0, (a * b).sum(axis=1) / np.where(den > 0, den, 1), 1.0)  # a flat picture: itself again
+    return float(np.median(r)) < MIN_RELATED
+
+
 def _arm_moving(ctx: Context, ep: str, ts: np.ndarray, i: np.ndarray, j: np.ndarray) -> dict[str, np.ndarray]:
     obs = ctx.streams(ep, "obs")
     if not isinstance(obs, dict):
@@ -97,7 +113,7 @@ def _arm_moving(ctx: Context, ep: str, ts: np.ndarray, i: np.ndarray, j: np.ndar
     a, b = ts[i].astype(np.float64), ts[j].astype(np.float64)
     for key, s in sorted(obs.items()):
         if key.startswith("arms/") and key.endswith("/qpos") and len(s) > 1:
-            rate = joint_motion([s], a, b) / ((b - a) / 1e9)
+            rate = joint_motion([s], a, b, joints=None) / ((b - a) / 1e9)  # the gripper too: it moves in front of its camera
             out[key.split("/")[1]] = rate > ARM_MOVING
     return out
 
@@ -111,13 +127,14 @@ def check_camera_placement(ctx: Context) -> Outcome:
     when the camera itself moves; an arm moving through a fixed
     camera's view changes only a part of it. A wrist camera whose whole view changes mostly (60%) while
     its own arm rests and the other arm moves hangs on the other arm; a fixed camera whose whole view
-    changes in at least 20% of the windows where an arm moves (more than 0.5 rad/s summed over joints 1-7)
-    rides on that arm. Each is a failure naming the cameras and the figures, and, when a wrist camera of
+    changes in at least 20% of the windows where an arm moves (more than 0.5 rad/s summed over its joints and gripper),
+    and more often than where it rests, rides on that arm. Each is a failure naming the cameras and the figures, and, when a wrist camera of
     the same episode does not move with its arm, the likely exchange. A camera whose view never changes as
     a whole is consistent with either name and is not judged, nor is a camera named neither for a wrist
-    nor `head`. A `skip` (not applicable) when no arm moves
+    nor `head`, nor one whose consecutive pictures are unrelated (median correlation of the thumbnails
+    below 0.5: noise, not a view). A `skip` (not applicable) when no arm moves
     under any camera, or no camera has two arms' streams to compare."""
-    bad, found, problems, judged, still, unknown = set(), [], [], 0, 0, 0
+    bad, found, problems, judged, still, unknown, noise = set(), [], [], 0, 0, 0, 0
     per_ep: dict[str, dict[str, dict]] = {}
     for (ep, name), sc in scan(ctx).items():
         if len(sc.timestamps) < 3:
@@ -127,6 +144,9 @@ def check_camera_placement(ctx: Context) -> Outcome:
             continue
         moving = _arm_moving(ctx, ep, sc.timestamps, i, j)
         if not moving:
+            continue
+        if _unrelated(sc.thumbs):
+            noise += 1  # consecutive pictures that do not resemble each other tell no motion
             continue
         whole = view_changes(sc.thumbs, i, j) >= WHOLE_FRACTION
         per_ep.setdefault(ep, {})[name] = {"whole": whole, "moving": moving, "i": i, "ts": sc.timestamps}
@@ -156,6 +176,8 @@ def check_camera_placement(ctx: Context) -> Outcome:
               f"(whole view: >= {WHOLE_FRACTION:.0%} of the thumbnail changes over >= {WINDOW_S:g} s)")
     if still:
         detail += f"; {still} with no arm moving (cannot tell)"
+    if noise:
+        detail += f"; {noise} whose consecutive pictures are unrelated (noise, not judged)"
     if unknown:
         detail += f"; {unknown} named neither for a wrist nor the head (not judged)"
     if problems:
@@ -201,10 +223,16 @@ def _fixed_verdict(whole: np.ndarray, moving: dict) -> tuple[str, str, int] | No
     for arm in sorted(moving):
         alone = _alone(moving, arm)
         windows = alone if alone.sum() >= MIN_WINDOWS else moving[arm]
+        rest = ~moving[arm]
         n, hits = int(windows.sum()), int((whole & windows).sum())
-        if n >= MIN_WINDOWS and hits >= MIN_HITS and hits >= FIXED_SHARE * n and (best is None or hits / n > best[0]):
+        if n < MIN_WINDOWS or (rest.sum() < MIN_HITS and n < 2 * MIN_WINDOWS):
+            continue  # too little motion, or too little of it against rest, to say what the camera follows
+        p_rest = float(whole[rest].mean()) if rest.sum() >= MIN_HITS else 0.0
+        if hits >= MIN_HITS and hits >= FIXED_SHARE * n and hits / n >= p_rest + MARGIN and \
+                (best is None or hits / n > best[0]):
             text = (f"its whole view changes in {hits} of the {n} windows where arm {arm} moves "
-                    f"({hits / n:.0%}; a fixed camera: 0): it rides on arm {arm}")
+                    f"({hits / n:.0%}; a fixed camera: 0) and in {p_rest:.0%} of those where it rests: it rides "
+                    f"on arm {arm}")
             best = (hits / n, arm, text, int(np.flatnonzero(whole & windows)[0]))
     return None if best is None else best[1:]
 
