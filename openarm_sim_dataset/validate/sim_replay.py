@@ -25,7 +25,7 @@ from openarm_sim_dataset.core.errors import DatasetError
 from openarm_sim_dataset.core.gl import import_mujoco
 from openarm_sim_dataset.sim.replay import package_differences, replay
 from openarm_sim_dataset.sim.tasks import make_controller, object_up_vectors, objects_turned
-from openarm_sim_dataset.sim.tasks.planner.geometry import arm_contact_pairs
+from openarm_sim_dataset.sim.tasks.planner.geometry import arm_contact_pairs, geoms_touch
 
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import ModelProblem, drawn_params, sidecar_and_model, sim_block, split_model_problems
@@ -127,17 +127,9 @@ class RolloutWatch:
         self.first = d0
         self.end: tuple[bool, bool] | None = None
 
-    def _touching(self, data) -> bool:
-        n = data.ncon
-        if not n:
-            return False
-        g = data.contact.geom[:n]
-        r, left = self.right, self.left
-        return bool(np.any((r[g[:, 0]] & left[g[:, 1]]) | (left[g[:, 0]] & r[g[:, 1]])))
-
     def __call__(self, s: int, data) -> None:
         if s < self.n and self.rule.count_arm_contacts:  # the state step s's control acts on (step 0: the
-            self.contacts += self._touching(self.first if s == 0 else data)  # initial state, forwarded)
+            self.contacts += geoms_touch(self.first if s == 0 else data, self.right, self.left)  # initial state, forwarded)
         if s > 0 and (s % self.every == 0 or s == self.n) and self.rule.success(data):
             self.success_at.append(s)
         if s == self.n:

@@ -60,7 +60,7 @@ from openarm_sim_dataset.sim.tasks import (
     set_initial_state,
 )
 from openarm_sim_dataset.sim.tasks.planner import EpisodeResult
-from openarm_sim_dataset.sim.tasks.planner.geometry import arm_contact_pairs
+from openarm_sim_dataset.sim.tasks.planner.geometry import arm_contact_pairs, geoms_touch
 from openarm_sim_dataset.sim.variation import check_mode, draw_variation
 
 __all__ = ["OpenArmEnv", "PROMPT_CHARSET", "SimHandle", "config_for_task"]
@@ -252,12 +252,7 @@ class OpenArmEnv(gym.Env):
 
     def _arms_touch(self, data: mujoco.MjData) -> bool:
         """A geom of one arm touches a geom of the other in ``data``'s contacts."""
-        n = data.ncon
-        if not n:
-            return False
-        g = data.contact.geom[:n]
-        r, left = self._right_geoms, self._left_geoms
-        return bool(np.any((r[g[:, 0]] & left[g[:, 1]]) | (left[g[:, 0]] & r[g[:, 1]])))
+        return geoms_touch(data, self._right_geoms, self._left_geoms)
 
     # --------------------------------------------------------------- outcome
     def knocked_over(self) -> bool:

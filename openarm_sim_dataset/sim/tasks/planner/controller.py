@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 
 from ...scene import ArmIndex, arm_index, cube_qpos_adr
-from .geometry import arm_contact_pairs, table_height, tray_geometry, up_vector
+from .geometry import arm_contact_pairs, geoms_touch, table_height, tray_geometry, up_vector
 from .lanes import Lane
 from .params import EpisodeParams
 
@@ -155,12 +155,8 @@ class ScriptedController:
             lane.finished = True
 
     def _count_contacts(self, data: mujoco.MjData) -> None:
-        n = data.ncon
-        if n:
-            g = data.contact.geom[:n]
-            r, l = self._right_geoms, self._left_geoms
-            if np.any((r[g[:, 0]] & l[g[:, 1]]) | (l[g[:, 0]] & r[g[:, 1]])):
-                self.arm_contacts += 1
+        if geoms_touch(data, self._right_geoms, self._left_geoms):
+            self.arm_contacts += 1
 
     def command(self, data: mujoco.MjData) -> np.ndarray:
         """Control vector ``(nu,)`` to apply before the next ``mj_step`` (a copy)."""

@@ -93,3 +93,14 @@ def arm_contact_pairs(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
         elif "openarm_left_" in body:
             left[g] = True
     return right, left
+
+
+def geoms_touch(data: mujoco.MjData, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a geom of mask ``a`` touches a geom of mask ``b`` (boolean (ngeom,) masks, e.g. the two of
+    :func:`arm_contact_pairs`) in ``data``'s contacts: the one test of arm-arm contact that the scripted
+    controller, the environment and the validator's replay all count with."""
+    n = data.ncon
+    if not n:
+        return False
+    g = data.contact.geom[:n]
+    return bool(np.any((a[g[:, 0]] & b[g[:, 1]]) | (b[g[:, 0]] & a[g[:, 1]])))
