@@ -429,7 +429,7 @@ def test_scale_generation_killed_unforced_resumes_with_every_episode_once(tmp_pa
     sample = []
     for a in around:
         ref = tmp_path / f"range_{a}"
-        # a kill that came late lists all but the last episode: then there is no next one to compare
+        # a kill that came after the last listing leaves no next episode to compare
         end = min(a + 2, n)
         subprocess.run(generation_cmd(ref, "--episode-range", f"{a}:{end}"), env=env, check=True,
                        capture_output=True, cwd=REPO, timeout=600)
