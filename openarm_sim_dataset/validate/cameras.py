@@ -440,7 +440,9 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
     second) is rank-correlated with the motion of the joints the camera sees over the same interval
     (joints 1-7 of its own arm for a wrist camera `wrist_<side>` or `<side>_wrist`, with its own gripper,
     whose fingers move in front of the lens, ranked apart and added when it moves more than
-    `follow_motion`; joints 1-7 of every arm for any other camera),
+    `timing_gripper_motion` (0.005 by default, in the gripper's own unit: a finger close to the lens
+    moves the picture far more than an arm joint's radian does, so the joints' `follow_motion` is no
+    measure for it); joints 1-7 of every arm for any other camera),
     shifted by lags up to `camera_max_lag_seconds` (1.5 s by default) in steps of
     `camera_lag_step_seconds` (0.02 s by default, at most half a camera period). The margin required is
     the larger of `timing_margin` and one over the square root of the number of frames (the standard
@@ -472,7 +474,7 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
         period = 1 / hz if hz else float(np.median(np.diff(ts))) / 1e9
         lags, corr = motion_lag(ts, displacement(s), streams, t.camera_max_lag_seconds,
                                 min(t.camera_lag_step_seconds, period / 2),
-                                t.follow_motion if layout.wrist_side(name) else float("inf"))
+                                t.timing_gripper_motion if layout.wrist_side(name) else float("inf"))
         k = int(np.argmax(corr))
         best, lag = float(corr[k]), float(lags[k])
         if best < t.timing_min_corr:

@@ -52,6 +52,7 @@ class Thresholds:
     timing_min_frames: int = 12  # cameras with fewer frames are not cross-correlated
     timing_min_corr: float = 0.5  # best correlation below this: the lag is not measurable (reported)
     timing_margin: float = 0.1  # a lag outside the allowed ones correlating this much better: out of time
+    timing_gripper_motion: float = 0.005  # gripper units: a wrist camera's own gripper moving more is ranked beside its joints
     camera_lag_tolerance_periods: float = 1.0  # camera periods: simulated lag within +- this, recorded lead
     camera_max_latency_seconds: float = 0.3  # s: recorded data, pictures later than the joints by more: warn
     render_psnr_db: float = 25.0  # dB: re-rendered vs stored frame on another GL renderer (approximate)
