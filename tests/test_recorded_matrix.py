@@ -83,3 +83,32 @@ def test_fault_fails_its_own_check_on_a_randomised_dataset(fault, kind, request,
     rows = {r.check: r for r in Dataset(tmp_path / "copy").validate(checks=[check, "integrity"])}
     assert rows["integrity"].passed and not rows["integrity"].skipped
     assert rows[check].failed and ep in rows[check].episodes, (fault, rows[check].detail)
+
+
+def test_a_fast_arm_logged_at_10_hz_in_real_time_validates(tmp_path):
+    """The live recorder logging the arms at 10 Hz (cameras at 10 Hz) while the scripted arm runs 1.5x
+    faster than the wall clock: joints past 3 rad/s, more than 0.3 rad between samples, honestly. Every
+    check passes, the camera checks measure (none skips), and the former fixed 0.3 rad per sample of
+    ``qpos_jumps`` (``--max-joint-step 0.3``) would have called the motion a jump."""
+    from openarm_sim_dataset.validate.core import validate
+    from openarm_sim_dataset.validate.thresholds import Thresholds
+
+    out = tmp_path / "fast10"
+    r = subprocess.run([sys.executable, str(REPO / "tools/record_demo.py"), "--out", str(out), "--episodes", "2",
+                        "--size", "64x48", "--cameras", "head", "wrist_right", "--camera-hz", "10",
+                        "--state-hz", "10", "--speed", "1.5"],
+                       env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode in (0, 1), r.stderr[-3000:]
+    ds = Dataset(out)
+    assert ds.num_episodes == 2, r.stdout[-2000:]
+    rows = {row.check: row for row in ds.validate()}
+    assert not [(n, row.detail) for n, row in rows.items() if row.failed]
+    assert {n for n, row in rows.items() if row.status == "warn"} <= TIMING
+    assert {n for n, row in rows.items() if row.skipped} <= NOT_APPLICABLE
+    for name in ("camera_joint_timing", "camera_placement", "camera_continuity", "qvel_consistency"):
+        assert not rows[name].skipped, (name, rows[name].detail)
+    speed = float(rows["qpos_jumps"].detail.split("largest speed ")[1].split()[0])
+    hz = float(rows["qpos_jumps"].detail.split(" rad per sample at ")[1].split()[0])
+    assert speed > 3.0 and 8.0 < hz < 10.5, rows["qpos_jumps"].detail
+    old = {row.check: row for row in validate(ds, checks=["qpos_jumps"], thresholds=Thresholds(max_joint_step=0.3))}
+    assert old["qpos_jumps"].failed, old["qpos_jumps"].detail

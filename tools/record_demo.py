@@ -9,6 +9,11 @@ driver would be) renders each camera from a snapshot of the state and hands the 
 
     python tools/record_demo.py --out out/demo [--episodes 2] [--cameras head wrist_right]
                                 [--size 160x120] [--camera-hz 10] [--camera-format dir|tar]
+                                [--state-hz 250] [--speed 1]
+
+``--state-hz`` reads the arms at another rate (a robot logging at 10 Hz); ``--speed K`` runs the
+simulation K times faster than the wall clock, so the recorded arm moves K times faster than the
+scripted one (its qvel recorded in wall-clock rad/s, as a real arm's encoder would report it).
 
 It prints, per episode, the loop's lateness as the validator counts it (stamp intervals > 1.5
 periods of the measured rate: dropped samples) and the recorder's figures (rows, frames, dropped
@@ -19,6 +24,7 @@ folder to append episodes (the ids continue); Ctrl-C discards the episode being 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import threading
@@ -63,6 +69,7 @@ class CameraThread(threading.Thread):
         self.stop = threading.Event()
         self.ready = threading.Event()
         self.render_s: list[float] = []
+        self.last_stamp = 0  # a state already drawn is not drawn again (a loop paused, the episode's end)
 
     def run(self) -> None:
         mujoco = import_mujoco()
@@ -75,7 +82,8 @@ class CameraThread(threading.Thread):
         while not self.stop.is_set():
             next_t += self.period
             snap, ep = self.snapshot, self.episode
-            if snap is not None and ep is not None and not ep.discarded:
+            if snap is not None and ep is not None and not ep.discarded and snap[0] != self.last_stamp:
+                self.last_stamp = snap[0]
                 stamp, qpos = snap
                 data.qpos[:] = qpos
                 mujoco.mj_kinematics(self.model, data)
@@ -98,7 +106,8 @@ def stamp_gaps(stamps_ns, hz: float = STATE_HZ, periods: float = 1.5) -> tuple[i
     return int(np.sum(d > periods * 1e9 / hz)), float(d.max() / 1e6)
 
 
-def run_episode_live(model, params, ep, cams: CameraThread, max_time: float):
+def run_episode_live(model, params, ep, cams: CameraThread, max_time: float, state_hz: float = STATE_HZ,
+                     speed: float = 1.0):
     """The scripted episode, paced to the wall clock, recorded through ``ep``; returns (result, the
     stamps of the ticks, ns).
 
@@ -110,13 +119,19 @@ def run_episode_live(model, params, ep, cams: CameraThread, max_time: float):
     from openarm_sim_dataset.sim.scene import arm_index
 
     arms = {side: arm_index(model, side) for side in layout.ARM_SIDES}
-    every = int(round(1.0 / (STATE_HZ * model.opt.timestep)))
-    period = 1.0 / STATE_HZ
+    every = int(round(speed / (state_hz * model.opt.timestep)))  # physics steps per tick
+    if every < 1 or abs(every * state_hz * model.opt.timestep - speed) > 1e-9:
+        raise SystemExit(f"--state-hz {state_hz:g} x --speed {speed:g}: a tick must be a whole number of "
+                         f"{model.opt.timestep * 1e3:g} ms physics steps")
+    # the world advances in real time at least at 250 Hz (the camera thread renders its latest state),
+    # whatever the rate the arms are logged at
+    pace = math.gcd(every, max(1, int(round(speed / (STATE_HZ * model.opt.timestep)))))
+    period = pace * model.opt.timestep / speed
     stamps: list[int] = []
-    target = [None]  # perf_counter time of the next tick
+    target = [None]  # perf_counter time of the next paced step
 
     def on_step(data, step: int, ctrl: np.ndarray) -> None:
-        if step % every:
+        if step % pace:
             return
         now = time.perf_counter()
         if target[0] is None:
@@ -124,15 +139,16 @@ def run_episode_live(model, params, ep, cams: CameraThread, max_time: float):
         if now < target[0]:
             time.sleep(target[0] - now)
             now = time.perf_counter()
-        # a fixed 250 Hz clock; a loop a whole tick behind skips ticks (a gap in the stamps, as on a
+        # a fixed clock; a loop a whole period behind skips ticks (a gap in the stamps, as on a
         # robot) rather than bursting to catch up, so the simulation then runs slower than the wall
         target[0] = max(target[0] + period, now + period / 2)
         t = time.time_ns()
-        stamps.append(t)
-        for side, a in arms.items():
-            ep.add_obs(f"arms/{side}", t, qpos=data.qpos[a.qpos], qvel=data.qvel[a.qvel],
-                       qtorque=data.actuator_force[a.actuators])
-            ep.add_action(f"arms/{side}", t, qpos=ctrl[a.actuators])
+        if step % every == 0:
+            stamps.append(t)
+            for side, a in arms.items():
+                ep.add_obs(f"arms/{side}", t, qpos=data.qpos[a.qpos], qvel=data.qvel[a.qvel] * speed,
+                           qtorque=data.actuator_force[a.actuators])
+                ep.add_action(f"arms/{side}", t, qpos=ctrl[a.actuators])
         cams.snapshot = (t, data.qpos.copy())
 
     cams.episode = ep
@@ -153,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", default="160x120", help="WxH of every camera")
     ap.add_argument("--camera-hz", type=float, default=10.0)
     ap.add_argument("--camera-format", choices=("dir", "tar"), default="dir")
-    ap.add_argument("--max-time", type=float, default=12.0, help="simulated (and wall) seconds per episode at most")
+    ap.add_argument("--max-time", type=float, default=12.0, help="simulated seconds per episode at most")
+    ap.add_argument("--state-hz", type=float, default=STATE_HZ, help="rate of the arms' obs and action rows")
+    ap.add_argument("--speed", type=float, default=1.0, help="simulated seconds per wall-clock second")
     args = ap.parse_args(argv)
     w, h = (int(v) for v in args.size.lower().split("x"))
     check_rendering()
@@ -172,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             params = episode_params(args.seed, int(ep.id), cfg=cfg)
             print(f"episode {ep.id}: recording in real time ...", flush=True)
             try:
-                result, stamps = run_episode_live(model, params, ep, cams, args.max_time)
+                result, stamps = run_episode_live(model, params, ep, cams, args.max_time, args.state_hz, args.speed)
             except KeyboardInterrupt:
                 ep.discard("interrupted (Ctrl-C)")
                 print(f"episode {ep.id}: discarded ({ep.reason})")
@@ -184,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rs = np.array(cams.render_s or [0.0]) * 1e3
             # the validator's period: the dataset's frequency, i.e. this episode's measured rate (0.1 Hz)
-            hz = round(float(res.entry.get("measured_hz", {}).get("obs", {}).get("arms", {}).get("right", STATE_HZ)), 1)
+            hz = round(float(res.entry.get("measured_hz", {}).get("obs", {}).get("arms", {}).get("right", args.state_hz)), 1)
             gaps, worst = stamp_gaps(stamps, hz)
             print(f"episode {ep.id}: {'success' if result.success else 'failure'} ({result.outcome}); "
                   f"{sum(res.rows.values())} rows, {sum(res.frames.values())} frames, dropped {res.dropped or 0}; "
