@@ -16,7 +16,6 @@ from openarm_sim_dataset.sim.scene import cube_half_size
 
 from .check import Context, EpisodeCheck, Outcome
 from .sim_model import (
-    CUBE_HALF_DIAGONAL,
     ModelProblem,
     back_project,
     camera_episodes,
@@ -210,6 +209,31 @@ def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
 check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduce, _fixed_camera)
 
 
+#: m: a pixel's stored depth this much nearer than the cube's surface along its ray is something in front
+#: of the cube (depth buffer precision and the half pixel of rounding at a wrist camera's few centimetres)
+OCCLUSION_TOLERANCE_M = 0.003
+
+
+def _quat_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def cube_entry_fraction(eye: np.ndarray, centre: np.ndarray, quat: np.ndarray, half: float) -> float:
+    """Where the ray from ``eye`` to a cube's ``centre`` (world, m) enters the cube (orientation ``quat``
+    wxyz, half edge ``half`` m), as a fraction of the distance eye-centre: 1 - half/distance when a face
+    looks at the eye, less when an edge or a corner does (down to 1 - half*sqrt(3)/distance)."""
+    R = _quat_matrix(np.asarray(quat, np.float64))
+    ray = np.asarray(centre, np.float64) - np.asarray(eye, np.float64)
+    local = R.T @ ray  # the ray in the cube's frame; it starts at -local and reaches the centre at 1
+    with np.errstate(divide="ignore"):
+        t = np.where(local != 0, 1 - half / np.abs(local), -np.inf)  # each slab's entry along the ray
+    return float(max(t.max(), 0.0))
+
+
 def _wrist_cameras(ctx: Context) -> list[str]:
     """Every wrist camera of the dataset (each arm's: an episode's acting arm may be either)."""
     return [c for c in recorded_cameras(ctx) if c.startswith("wrist")]
@@ -227,7 +251,7 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
             return got
         side, m, fr = got
         K = episode_K(ctx, ep, cam, m)
-        half_diagonal = cube_half_size(m) * 3**0.5 if sidecar.VARIATION_KEY in ctx.ds.episode(ep) else CUBE_HALF_DIAGONAL
+        half = cube_half_size(m)  # the episode's own model: a randomised cube's size
         labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
         h, w = labels.shape[1:]
         pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
@@ -239,8 +263,10 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
             u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
             if not (0 <= u < w and 0 <= v < h):
                 continue
-            # hidden behind something nearer than the cube's nearest surface (e.g. a finger): not in view
-            if depth is not None and depth[k, v, u] < z[0] - half_diagonal:
+            # hidden behind something nearer than the cube's surface on this ray (e.g. a finger that
+            # holds it): not in view
+            if depth is not None and depth[k, v, u] < z[0] * cube_entry_fraction(
+                    pos[k], pose[k, 0, :3], pose[k, 0, 3:7], half) - OCCLUSION_TOLERANCE_M:
                 continue
             ep_in += 1
             ep_hit += int(labels[k, v, u] == 4)
@@ -253,8 +279,10 @@ def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
     and object poses, lands on the red cube's own label in more than `wrist_hit_fraction` (0.9 by default:
     90 %) of the frames where it is in view, per episode and camera.
 
-    In view: in front of the camera, inside the image, and not behind something nearer than the cube's
-    nearest surface by the stored depth (a randomised episode's cube size from its own model). A `skip`
+    In view: in front of the camera, inside the image, and not behind something nearer (by the stored
+    depth, more than 3 mm) than where the ray to the cube's centre enters the cube, from the cube's
+    stored pose and size (a randomised episode's from its own model): a finger holding the cube before
+    the lens hides it. A `skip`
     (not applicable) without a wrist camera (so also for a physics-only dataset), and when the cube is
     never in view in a dataset recorded live in a dataflow or in a policy's rollout (the operator or the
     policy decides where the wrist looks). In a generated dataset, a cube never in view of any wrist
