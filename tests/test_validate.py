@@ -404,17 +404,20 @@ def test_a_cube_is_hidden_where_its_ray_enters_it_not_at_its_half_diagonal():
 
 
 @pytest.mark.slow
-def test_fingers_holding_the_cube_before_the_wrist_camera_hide_it(tmp_path):
-    """Episode 14 of seed 7001 rolled out by ``baselines/pick_place_cameras.pt``: for 8 frames its fingers
-    hold the lifted cube 8.6 cm before the wrist camera, 1 cm nearer than the cube's face and less than
-    its half diagonal (3.5 cm) nearer than its centre; counted in view, the cube centre landed on a
-    finger in 8 of 76 frames and the rollout failed (89.5%). Compared with where the ray enters the cube,
-    they are hidden."""
-    run_cli("generate", "--out", tmp_path / "states", "--episode-range", "14:15", "--seed", "7001", "--cameras",
-            "head", "wrist_right", "--size", "128x96", "--quiet")
+@pytest.mark.parametrize("policy, episode", [("pick_place_cameras.pt", 14), ("pick_place_cameras_ensemble.pt", 19)])
+def test_a_cube_held_before_the_wrist_camera_is_judged_where_it_can_be_seen(policy, episode, tmp_path):
+    """Rollouts of seed 7001 that failed sim_wrist_projection on pictures that are right. Episode 14 of
+    ``pick_place_cameras.pt``: for 8 frames its fingers hold the lifted cube 8.6 cm before the wrist
+    camera, 1 cm nearer than the cube's face but less than its half diagonal (3.5 cm) nearer than its
+    centre; counted in view, the cube's centre fell on a finger in 8 of 76 frames (89.5%). Episode 19 of
+    ``pick_place_cameras_ensemble.pt``: for 27 frames the lens is against the cube (its near face 1.2 cm
+    away, inside the renderer's near clipping plane of 1.3 cm), which is cut open and shows the table
+    behind it (85 of 112). Both now pass, judged where the cube can be seen."""
     from pathlib import Path
 
-    run_cli("evaluate", "--policy", Path(__file__).parents[1] / "baselines/pick_place_cameras.pt",
+    run_cli("generate", "--out", tmp_path / "states", "--episode-range", f"{episode}:{episode + 1}", "--seed",
+            "7001", "--cameras", "head", "wrist_right", "--size", "128x96", "--quiet")
+    run_cli("evaluate", "--policy", Path(__file__).parents[1] / "baselines" / policy,
             "--initial-states", tmp_path / "states", "--out", tmp_path / "rollouts", "--quiet")
     row = rows_by_name(tmp_path / "rollouts", checks=["sim_wrist_projection"])["sim_wrist_projection"]
-    assert row.passed and not row.skipped, row.detail  # (measured here: 68/68; the trajectory is this CPU's)
+    assert row.passed and not row.skipped, row.detail  # (the counts depend on this CPU's trajectory)

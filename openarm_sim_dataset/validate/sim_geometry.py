@@ -252,6 +252,7 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
         side, m, fr = got
         K = episode_K(ctx, ep, cam, m)
         half = cube_half_size(m)  # the episode's own model: a randomised cube's size
+        near = float(m.vis.map.znear * m.stat.extent)  # m: MuJoCo's near clipping plane
         labels, depth = fr[f"labels_{cam}"], fr.get(f"depth_{cam}")
         h, w = labels.shape[1:]
         pos, mat, pose = side[f"cam_pos_{cam}"], side[f"cam_mat_{cam}"], side["object_pose"]
@@ -263,10 +264,14 @@ def _wrist_episode(ctx: Context, ep: str, cams: list[str]) -> dict[str, tuple[in
             u, v = int(round(uv[0, 0])), int(round(uv[0, 1]))
             if not (0 <= u < w and 0 <= v < h):
                 continue
+            entry = z[0] * cube_entry_fraction(pos[k], pose[k, 0, :3], pose[k, 0, 3:7], half)
+            # the cube's near side cut away by the near clipping plane (the lens against the cube): the
+            # picture shows what lies behind it
+            if entry < near:
+                continue
             # hidden behind something nearer than the cube's surface on this ray (e.g. a finger that
             # holds it): not in view
-            if depth is not None and depth[k, v, u] < z[0] * cube_entry_fraction(
-                    pos[k], pose[k, 0, :3], pose[k, 0, 3:7], half) - OCCLUSION_TOLERANCE_M:
+            if depth is not None and depth[k, v, u] < entry - OCCLUSION_TOLERANCE_M:
                 continue
             ep_in += 1
             ep_hit += int(labels[k, v, u] == 4)
@@ -282,7 +287,8 @@ def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
     In view: in front of the camera, inside the image, and not behind something nearer (by the stored
     depth, more than 3 mm) than where the ray to the cube's centre enters the cube, from the cube's
     stored pose and size (a randomised episode's from its own model): a finger holding the cube before
-    the lens hides it. A `skip`
+    the lens hides it. Nor where that entry lies nearer than the renderer's near clipping plane (the
+    lens against the cube: the picture shows what lies behind it). A `skip`
     (not applicable) without a wrist camera (so also for a physics-only dataset), and when the cube is
     never in view in a dataset recorded live in a dataflow or in a policy's rollout (the operator or the
     policy decides where the wrist looks). In a generated dataset, a cube never in view of any wrist
