@@ -66,6 +66,36 @@ class _Stream:
         self.timestamps, self.values = timestamps, values
 
 
+def test_a_wrist_cameras_motion_is_its_hands_turn_not_its_joint_angles_summed(tmp_path):
+    """Forward kinematics of the hand: the shoulder turning out and back under a wrist that goes on moves
+    the wrist camera out and back, which joint angles summed cannot say; a still arm moves it by 0."""
+    from openarm_sim_dataset import layout
+    from openarm_sim_dataset.record import Recorder
+
+    ts = (np.arange(0, 1.0, 0.004) * 1e9).astype(np.int64) + 10**18
+    q = np.zeros((len(ts), 8))
+    q[:, 3] = 1.5
+    q[:, 0] = 0.2 * np.sin(np.linspace(0, np.pi, len(ts)))  # the shoulder out and back over the second
+    meta = {"operation_type": "teleop", "tasks": [{"prompt": "p"}],
+            "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}}}}
+    with Recorder(tmp_path / "ds", meta) as rec:
+        ep = rec.start_episode(0)
+        for k, t in enumerate(ts):
+            for side in ("right", "left"):
+                ep.add_obs(f"arms/{side}", int(t), qpos=q[k] if side == "right" else np.zeros(8))
+                ep.add_action(f"arms/{side}", int(t), qpos=q[k] if side == "right" else np.zeros(8))
+        ep.save()
+    ds = Dataset(tmp_path / "ds")
+    ctx = Context(ds, ds.episode_ids)
+    frames = ts[[0, 125, 249]]  # out, then back
+    out_back = cameras.wrist_view_motion(ctx, "0", "wrist_right", frames)
+    across = cameras.wrist_view_motion(ctx, "0", "wrist_right", frames, step=2)
+    assert out_back[0] > 0.1 and out_back[1] > 0.1 and across[0] < 0.01, (out_back, across)
+    still = cameras.wrist_view_motion(ctx, "0", "wrist_left", frames)
+    assert np.all(still < 1e-6), still
+    assert cameras.wrist_view_motion(ctx, "0", "head", frames) is None
+
+
 def test_joint_timing_counts_a_wrist_cameras_own_gripper():
     """A wrist camera's picture moves most when its gripper's fingers open and close in front of the lens,
     far more than their travel says: with the gripper ranked beside joints 1-7 the picture's motion fits
@@ -194,6 +224,26 @@ def test_5_hz_320x240_rerenders_pass_the_camera_checks(seed, tmp_path):
             "head", "wrist_right", "wrist_left", "--quiet")
     rows = Dataset(tmp_path / "r5").validate(checks=["camera_frozen", "camera_continuity", "camera_joint_timing"])
     assert all(r.passed and not r.warned for r in rows), {r.check: r.detail for r in rows}
+
+
+@pytest.mark.slow
+def test_continuity_measures_a_wrist_cameras_motion_by_its_hands_turn(tmp_path):
+    """Episode 14 of seed 7001 rolled out by ``pick_place_cameras_variants.pt``: at its first step the
+    shoulder turns out 0.053 rad and back 0.015 while the wrist goes on, and the wrist camera's frame 1
+    is 9.3 grey levels from both neighbours, which are 2.4 apart. Joint angles summed (0.18, then 0.09
+    rad) said the motion went on, and the frame failed (x3.1); the hand's turn by forward kinematics
+    (0.041 rad out, 0.052 back, 0.017 from frame 0 to 2) says it went out and back, and it passes."""
+    run_cli("generate", "--out", tmp_path / "states", "--episode-range", "14:15", "--seed", "7001", "--cameras",
+            "head", "wrist_right", "--size", "128x96", "--quiet")
+    run_cli("evaluate", "--policy", Path(__file__).parents[1] / "baselines/pick_place_cameras_variants.pt",
+            "--initial-states", tmp_path / "states", "--out", tmp_path / "rollouts", "--quiet")
+    ds = Dataset(tmp_path / "rollouts")
+    ctx = Context(ds, ds.episode_ids)
+    turn = cameras.wrist_view_motion(ctx, ds.episode_ids[0], "wrist_right", cameras.scan(ctx)[
+        (ds.episode_ids[0], "wrist_right")].timestamps)
+    assert turn is not None and len(turn) > 10
+    row = _row(tmp_path / "rollouts", "camera_continuity")
+    assert row.passed and not row.skipped, row.detail
 
 
 @pytest.mark.slow

@@ -81,6 +81,7 @@ from .camera_scan import (  # the measures; CameraScan and thumbnail also import
     scan,
     thumbnail,  # noqa: F401
     visible_qpos,
+    wrist_view_motion,
 )
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .timing import exact_timing
@@ -343,7 +344,10 @@ def check_camera_continuity(ctx: Context) -> Outcome:
     between them (a wrist camera closing on the cube and leaving at a low camera rate), and then no farther
     than its joints moved. The joints a camera sees: every joint and the gripper of its own arm for a
     wrist camera `wrist_<side>` (or `<side>_wrist`), of every arm for any other camera (obs
-    `arms/<side>/qpos`; without them the neighbours alone judge). The first and last frames have one
+    `arms/<side>/qpos`; without them the neighbours alone judge). A wrist camera's motion is its hand's,
+    by forward kinematics of the OpenArm model: the turn (rad) plus the translation over 0.2 m plus the
+    gripper's travel (joint angles summed cannot tell a shoulder turning out and back under a wrist
+    that goes on; the picture does). The first and last frames have one
     neighbour and are not judged; no sidecar is needed. A `skip` (not applicable) when no camera has three
     or more decodable frames. Each frame out of place is a timed finding."""
     scans = scan(ctx)
@@ -358,8 +362,12 @@ def check_camera_continuity(ctx: Context) -> Outcome:
         motion = motion2 = None
         if streams:
             with_motion += 1
-            motion = joint_motion(streams, ts[:-1], ts[1:], joints=None)
-            motion2 = joint_motion(streams, ts[:-2], ts[2:], joints=None)
+            motion = wrist_view_motion(ctx, ep, name, s.timestamps)
+            if motion is not None:
+                motion2 = wrist_view_motion(ctx, ep, name, s.timestamps, step=2)
+            else:
+                motion = joint_motion(streams, ts[:-1], ts[1:], joints=None)
+                motion2 = joint_motion(streams, ts[:-2], ts[2:], joints=None)
         score, near = continuity_scores(s.thumbs, t.continuity_floor, motion, motion2)
         plain, _ = continuity_scores(s.thumbs, t.continuity_floor)
         ok = np.isfinite(score)
