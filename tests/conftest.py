@@ -329,6 +329,30 @@ def tree_hashes(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def tree_snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file and folder under ``root``: content and modification time (to prove nothing changed,
+    not even a file rewritten with the same bytes)."""
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*"))}
+
+
+def two_task_synthetic(root: Path, size: tuple[int, int] = (96, 72)) -> Path:
+    """A synthetic dataset of 3 episodes of 1.2 s (cameras at 30 Hz, stamps jittered by 0.3 ms) over two
+    tasks ("wave", "point"; episodes 0 and 2 the second): what the LeRobot export tests write and read."""
+    import yaml
+
+    from openarm_sim_dataset.synthetic import write_synthetic
+
+    out = write_synthetic(root, episodes=3, seconds=1.2, camera_hz=30, size=size, jitter_ns=300_000)
+    path = out / "metadata.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["tasks"] = [{"prompt": "wave"}, {"prompt": "point"}]
+    for ep, task in zip(doc["episodes"], [1, 0, 1]):
+        ep["task_index"] = task
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
 def recorded_files(root: Path) -> dict[Path, bytes]:
     """Every file under ``root`` as a golden digest of generated data sees it: without the derived
     ``summary.json`` of each episode (issue 27, re-derived from the files by ``episode_summary``) and
@@ -447,3 +471,16 @@ LONGEST_FIRST = ("test_reliability_kill.py", "test_reliability_concurrent.py", "
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))  # stable: file order otherwise
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium of 1400x1000 (tests/browser.py), one per test module; skips without Chromium."""
+    from browser import Browser, require_chromium
+
+    require_chromium()
+    b = Browser(1400, 1000)
+    try:
+        yield b
+    finally:
+        b.close()

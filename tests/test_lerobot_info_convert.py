@@ -11,13 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-from conftest import assert_reads_like_reference, run_cli
+from conftest import assert_reads_like_reference, run_cli, tree_snapshot, two_task_synthetic
 from PIL import Image
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.core import sampler
-from openarm_sim_dataset.synthetic import write_synthetic
 
 pytest.importorskip("av")
 
@@ -38,12 +36,6 @@ SO100 = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.
          "gripper.pos"] + [f"motor_{i}.pos" for i in range(10)]
 
 
-def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file and folder under ``root``: content and modification time (to prove nothing changed)."""
-    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*"))}
-
-
 def one_error_line(r) -> str:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
@@ -52,15 +44,7 @@ def one_error_line(r) -> str:
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory) -> Path:
-    root = write_synthetic(tmp_path_factory.mktemp("lric") / "src", episodes=3, seconds=1.2, camera_hz=30,
-                           size=(96, 72), jitter_ns=300_000)
-    path = root / "metadata.yaml"
-    doc = yaml.safe_load(path.read_text())
-    doc["tasks"] = [{"prompt": "wave"}, {"prompt": "point"}]
-    for ep, task in zip(doc["episodes"], [1, 0, 1]):
-        ep["task_index"] = task
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return root
+    return two_task_synthetic(tmp_path_factory.mktemp("lric") / "src")
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +74,7 @@ def exports(src, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def before(exports) -> dict[str, dict]:
-    return {k: snapshot(p) for k, p in exports.items()}
+    return {k: tree_snapshot(p) for k, p in exports.items()}
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +133,7 @@ def test_info_figures_are_the_readers_and_nothing_is_written(fmt, exports, befor
     assert "lies inside the input" in one_error_line(run_cli("info", root, "--card", "-o", root / "README.md", check=2))
     card = run_cli("info", root, "--card", "-o", tmp_path / "card.md").stdout
     assert "card written" in card and "MP4 video" in (tmp_path / "card.md").read_text()
-    assert snapshot(root) == before[fmt]
+    assert tree_snapshot(root) == before[fmt]
 
 
 def test_info_of_another_robot_lists_its_features_as_generic_streams(exports, before):
@@ -160,7 +144,7 @@ def test_info_of_another_robot_lists_its_features_as_generic_streams(exports, be
     assert streams["obs", "lerobot"]["attributes"] == ["observation.state"] and streams["obs", "lerobot"]["columns"] == SO100
     assert streams["obs", "lerobot"]["declared_hz"] == FPS
     assert "unmapped   no OpenArm arm found in action, observation.state" in run_cli("info", exports["so100"]).stdout
-    assert snapshot(exports["so100"]) == before["so100"]
+    assert tree_snapshot(exports["so100"]) == before["so100"]
 
 
 # ------------------------------------------------------------------------------------ dataset-show
@@ -183,7 +167,7 @@ def test_show_draws_the_decoded_video_frames_pixel_for_pixel(fmt, exports, befor
     assert "episode 2 frame 9" in r.stdout and (tmp_path / "s-plot.png").stat().st_size > 0
     assert "(3 episodes)" in run_cli("show", root, "--contact-sheet", "-o", tmp_path / "c.png").stdout
     assert "lies inside the input" in one_error_line(run_cli("show", root, "-o", root / "x.png", check=2))
-    assert snapshot(root) == before[fmt]
+    assert tree_snapshot(root) == before[fmt]
 
 
 # ------------------------------------------------------------------------------------ dataset-convert
@@ -219,7 +203,7 @@ def test_openarm_output_carries_the_readers_values_bit_exact_and_validates(name,
                 assert j.read_bytes(i) == encode_jpeg(v.load_frame(i), 95)
     run_cli("validate", converted[name])
     assert assert_reads_like_reference(converted[name]) > 0
-    assert snapshot(exports[name]) == before[name]
+    assert tree_snapshot(exports[name]) == before[name]
 
 
 @pytest.mark.slow
@@ -270,7 +254,7 @@ def test_another_robot_is_refused_in_one_line_and_nothing_is_written(exports, be
     assert line.startswith(f"dataset-convert: error: {exports['so100'] / 'meta/info.json'}: robot_type 'so100_follower'")
     assert "observation.state [shoulder_pan.pos, shoulder_lift.pos, elbow_flex.pos, wrist_flex.pos, ...]" in line
     assert list(tmp_path.iterdir()) == [] and r.stdout == ""
-    assert snapshot(exports["so100"]) == before["so100"]
+    assert tree_snapshot(exports["so100"]) == before["so100"]
 
 
 def test_features_no_arm_takes_are_left_out_and_said(exports, tmp_path):
@@ -304,7 +288,7 @@ def real() -> dict[str, Path]:
 def test_datasets_written_by_lerobot_show_convert_and_validate(real, tmp_path):
     """LeRobot's own output (AV1 video, degrees, qvel/qtorque; v2.1; another robot with PNG images)."""
     pytest.importorskip("matplotlib")
-    before = {n: snapshot(p) for n, p in real.items()}
+    before = {n: tree_snapshot(p) for n, p in real.items()}
     info = json.loads(run_cli("info", real["v30_other_robot"], "--json").stdout)
     assert info["cameras"][0]["format"] == "image" and info["cameras"][0]["size"] == [64, 48]
     assert info["lerobot"]["unmapped"] == ["action", "observation.state"] and info["disk_bytes"]["video"] == 0
@@ -332,4 +316,4 @@ def test_datasets_written_by_lerobot_show_convert_and_validate(real, tmp_path):
                 assert len(j) == len(v) > 0 and j.read_bytes(len(v) - 1) == encode_jpeg(v.load_frame(len(v) - 1), 95)
         run_cli("validate", out)
         assert assert_reads_like_reference(out) > 0
-    assert {n: snapshot(p) for n, p in real.items()} == before
+    assert {n: tree_snapshot(p) for n, p in real.items()} == before

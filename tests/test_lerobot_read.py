@@ -11,14 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-from conftest import run_cli
+from conftest import run_cli, two_task_synthetic
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.core import sampler
 from openarm_sim_dataset.core.errors import CameraError, MetadataError
 from openarm_sim_dataset.core.lerobot_names import map_arms
-from openarm_sim_dataset.synthetic import write_synthetic
 
 av = pytest.importorskip("av")
 
@@ -33,15 +31,7 @@ MIN_PSNR_DB = 30.0  # decoded H.264 (crf 18) against the source JPEG, as the exp
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory) -> Path:
-    root = write_synthetic(tmp_path_factory.mktemp("lrr") / "src", episodes=3, seconds=1.2, camera_hz=30,
-                           size=(96, 72), jitter_ns=300_000)
-    path = root / "metadata.yaml"
-    doc = yaml.safe_load(path.read_text())
-    doc["tasks"] = [{"prompt": "wave"}, {"prompt": "point"}]
-    for ep, task in zip(doc["episodes"], [1, 0, 1]):
-        ep["task_index"] = task
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return root
+    return two_task_synthetic(tmp_path_factory.mktemp("lrr") / "src")
 
 
 @pytest.fixture(scope="module")

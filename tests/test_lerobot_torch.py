@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import tree_snapshot
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
@@ -25,11 +26,6 @@ pytestmark = pytest.mark.xdist_group("test_lerobot_torch")
 FPS = 15
 HZ = 10  # not the fps: the grid picks frames and rows by the causal rule, some twice
 FORMATS = ["lerobot_v2.1", "lerobot_v3.0"]
-
-
-def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*"))}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +47,7 @@ def exports(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def before(exports) -> dict[str, dict]:
-    return {k: snapshot(p) for k, p in exports.items()}
+    return {k: tree_snapshot(p) for k, p in exports.items()}
 
 
 def _state(sample, kind: str) -> np.ndarray:
@@ -88,7 +84,7 @@ def test_items_equal_the_decoded_samples(fmt, workers, exports, before):
         _check_item(item, s, loader.cameras)
     if workers:  # the items were read by the workers: the parent's handles are as they were
         assert loader._handles.pid == os.getpid() and len(loader._handles.videos) == 2
-    assert snapshot(exports[fmt]) == before[fmt]
+    assert tree_snapshot(exports[fmt]) == before[fmt]
 
 
 def test_history_horizon_split_and_image_stats(exports, before, tmp_path):
@@ -116,7 +112,7 @@ def test_history_horizon_split_and_image_stats(exports, before, tmp_path):
     np.testing.assert_allclose(stats["std"].ravel(), pixels.std(0))
     np.testing.assert_array_equal(stats["max"].ravel(), pixels.max(0))
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1
-    assert snapshot(root) == before["lerobot_v3.0"]
+    assert tree_snapshot(root) == before["lerobot_v3.0"]
 
 
 def test_another_robots_features_load_by_name(exports, before):
@@ -129,7 +125,7 @@ def test_another_robots_features_load_by_name(exports, before):
     for i in (0, len(loader) - 1):
         np.testing.assert_array_equal(loader[i]["observation.state"].numpy(), samples[i].obs["lerobot/observation.state"])
         np.testing.assert_array_equal(loader[i]["action"][0].numpy(), samples[i].action["lerobot/action"])
-    assert snapshot(root) == before["so100"]
+    assert tree_snapshot(root) == before["so100"]
 
 
 LEROBOT_FIXTURES = Path(__file__).parent / "fixture" / "lerobot"
@@ -143,7 +139,7 @@ def test_datasets_written_by_lerobot_load_as_sampled(name, kw, tmp_path):
     root = LEROBOT_FIXTURES / name
     if not root.is_dir():
         pytest.skip("tests/fixture/lerobot (datasets written by LeRobot) is not here")
-    before = snapshot(root)
+    before = tree_snapshot(root)
     samples = list(Dataset(root).sample(30, decode=True))
     loader = TorchDataset(root, hz=30, **kw)
     assert len(loader) == len(samples) > 100 and loader.index.camera_decoded.all()
@@ -155,4 +151,4 @@ def test_datasets_written_by_lerobot_load_as_sampled(name, kw, tmp_path):
             assert np.array_equal(item[f"observation.images.{cam}"].numpy(), s.cameras[cam].transpose(2, 0, 1))
     stats = loader.stats(cache_dir=tmp_path, images=True)[f"observation.images.{loader.cameras[0]}"]
     assert stats["mean"].shape == (3, 1, 1) and 0 <= stats["min"].min() < stats["max"].max() <= 255
-    assert snapshot(root) == before
+    assert tree_snapshot(root) == before

@@ -15,8 +15,6 @@ import io
 import json
 import shutil
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import OWN_FIXTURES, tree_hashes
 from PIL import Image
+from viewer_http import get, get_json
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.synthetic import write_synthetic
@@ -74,22 +73,6 @@ def served(request, export):
     finally:
         server.shutdown()
         server.server_close()
-
-
-def get(server, path: str, method: str = "GET", headers: dict | None = None):
-    """(status, headers, body bytes) of a request to the viewer."""
-    req = urllib.request.Request(server.url.rstrip("/") + path, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, dict(r.headers), r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
-
-
-def get_json(server, path: str, status: int = 200):
-    code, _, body = get(server, path)
-    assert code == status, (code, body[:500])
-    return json.loads(body)
 
 
 def shift_timestamp(root: Path, episode: int = 1, row: int = SHIFT_ROW, by_s: float = SHIFT_S) -> None:
@@ -282,18 +265,6 @@ def test_a_changed_info_json_is_read_again(export, tmp_path):
 # ------------------------------------------------------------------ in a real browser (slow set)
 SHOWN = ("[...document.querySelectorAll('figure.camera')].every(f => f.dataset.shownTs && "
          "f.dataset.shownTs === f.dataset.wantTs)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from browser import Browser, require_chromium
-
-    require_chromium()
-    b = Browser(1400, 1000)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 @pytest.mark.slow

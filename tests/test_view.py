@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, SUBPROCESS_ENV, run_cli, tree_hashes
+from viewer_http import get, get_json
 
 from openarm_sim_dataset import layout, manifest, sidecar
 from openarm_sim_dataset.camera import Camera
@@ -90,22 +90,6 @@ def served(faulty):
     finally:
         server.shutdown()
         server.server_close()
-
-
-def get(server, path: str, headers: dict | None = None, method: str = "GET"):
-    """(status, headers, body bytes) of a request to the viewer."""
-    req = urllib.request.Request(server.url.rstrip("/") + path, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, dict(r.headers), r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read()
-
-
-def get_json(server, path: str, status: int = 200):
-    code, _, body = get(server, path)
-    assert code == status, (code, body[:500])
-    return json.loads(body)
 
 
 def _raw(server, path: str, host: str | None = None) -> int:
@@ -364,18 +348,6 @@ def test_cli_serves_until_interrupted(faulty):
 
 
 # ------------------------------------------------------------------ in a real browser (slow set)
-@pytest.fixture(scope="module")
-def browser():
-    from browser import Browser, require_chromium
-
-    require_chromium()
-    b = Browser(1400, 1000)
-    try:
-        yield b
-    finally:
-        b.close()
-
-
 SHOWN = ("[...document.querySelectorAll('figure.camera')].every(f => f.dataset.shownTs && "
          "f.dataset.shownTs === f.dataset.wantTs)")
 
