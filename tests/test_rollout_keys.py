@@ -140,3 +140,19 @@ def test_a_scripted_rollouts_attempts_by_regeneration(rollouts, tmp_path):
     assert clean["sim_regenerate"].status == "pass", clean["sim_regenerate"].detail
     other = {r.check: r for r in validate(Dataset(rollouts["random"]), checks=["sim_regenerate"], regenerate=["1"])}
     assert other["sim_regenerate"].status == "skip" and "scripted controller" in other["sim_regenerate"].detail
+
+
+def test_a_scripted_rollout_stopped_at_its_first_success_is_a_success(rollouts, tmp_path):
+    """``--stop-on-success`` ends the scripted controller's episode where the rule first holds, before the
+    controller judges it: the entry is the rule's (success), not the unfinished controller's "timeout"
+    (written before), and that former label now fails sim_labels."""
+    import shutil
+
+    doc = yaml.safe_load((rollouts["stopped"] / "metadata.yaml").read_text())
+    entry = doc["episodes"][0]
+    assert entry["success"] is True and entry["outcome"] == "success" and entry["success_any"] is True, entry
+    shutil.copytree(rollouts["stopped"], tmp_path / "old")
+    entry.update(success=False, outcome="timeout")
+    (tmp_path / "old" / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    row = _rows(tmp_path / "old", ["sim_labels"])["sim_labels"]
+    assert row.status == "fail" and "says outcome 'timeout'" in row.detail, row.detail

@@ -131,7 +131,7 @@ def run_episode(env, policy: Any, seed: int, index: int, record: bool = True, re
     obs, info = env.reset(seed=int(seed), options=opts)
     priv = bool(getattr(policy, "privileged", False))
     _call(policy, name, "reset()", 0, policy.reset, *((info,) if priv else ()))
-    step = 0
+    step, terminated = 0, False
     while not getattr(policy, "done", False):
         action = _call(policy, name, "act()", step, policy.act, *((obs, info) if priv else (obs,)))
         try:
@@ -146,7 +146,10 @@ def run_episode(env, policy: Any, seed: int, index: int, record: bool = True, re
         step += 1
         if truncated or (terminated and stop_on_success):
             break
-    result = env.result(getattr(policy, "outcome", None))
+    # stopped at the first success, a policy's own bookkeeping (the scripted controller's "timeout": it had
+    # not finished) is not the outcome: the task's rule held, the environment judges
+    stopped = terminated and stop_on_success
+    result = env.result(None if stopped else getattr(policy, "outcome", None))
     fields = getattr(policy, "result_fields", None)
     if callable(fields):
         result = replace(result, **fields())

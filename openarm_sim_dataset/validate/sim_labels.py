@@ -333,6 +333,8 @@ def labels_episode(ctx: Context, ep: str, prep=None) -> tuple | ModelProblem | N
         return ("ok", (), [f"metadata entry cannot be drawn again from its seed inputs ({type(e).__name__}: {e})"])
     step = facts.get("step")
     out: list[str] = []
+    if step is None and _stopped_at_success(ctx, seen):  # the controller never judged: the rule held, it stopped
+        return _rollout_labels(ctx, ep, side, m, entry, seen, scripted=True)
     if step is None:
         state = None
     elif not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= len(side["physics_ctrl"]):
@@ -384,8 +386,18 @@ def _compare_labels(entry: dict, judged: dict, task: str) -> tuple[list[str], li
     return out, hand
 
 
-def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dict | str | None) -> tuple:
-    """A policy's rollout (``dataset-evaluate``; no scripted lanes, so no judge facts): its labels judged
+def _stopped_at_success(ctx: Context, seen: dict | str | None) -> bool:
+    """Whether a rollout's replay ends at the first control step where its task's rule held, as
+    ``evaluation.stop_on_success`` ends it."""
+    ev = ctx.ds.meta.data.get("evaluation")
+    return (isinstance(ev, dict) and ev.get("stop_on_success") is True and isinstance(seen, dict)
+            and bool(seen.get("success_at")) and seen["success_at"][0] == seen.get("steps"))
+
+
+def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dict | str | None,
+                    scripted: bool = False) -> tuple:
+    """A policy's rollout (``dataset-evaluate``; no scripted lanes, so no judge facts), or the scripted
+    controller's stopped at the first success before it judged (``scripted``): its labels judged
     again by the task's state-only rule (:func:`openarm_sim_dataset.sim.tasks.rollout_outcome`, what the
     environment labelled it with) on the state after its last physics step, replayed (contacts included,
     as the environment left them), with ``success_any`` as the replay shows it (the rule at every control
@@ -406,7 +418,7 @@ def _rollout_labels(ctx: Context, ep: str, side: dict, m, entry: dict, seen: dic
     policy = str((ctx.ds.meta.data.get("evaluation") or {}).get("policy", ""))
     out += _rollout_keys(ctx, entry, seen, ended=False if policy in _NO_OWN_END or policy.endswith((".pt", ".pth"))
                          else None)
-    if "attempts" in entry and entry["attempts"] != 0:  # the environment's result: a policy makes no scripted attempt
+    if not scripted and "attempts" in entry and entry["attempts"] != 0:  # a policy makes no scripted attempt
         out.append(f"metadata.yaml says attempts {entry['attempts']!r}; a policy's rollout has no scripted attempts (0)")
     return ("ok", (params.task, outcome, bool(turned)), out, hand)
 
