@@ -362,3 +362,24 @@ def test_randomised_runs_of_two_seeds_merge_into_a_dataset_that_validates(tmp_pa
     failed = {r.check: r.detail for r in report if r.failed}
     assert not failed, failed
     assert any(r.check == "sim_provenance" and r.passed and not r.skipped for r in report)
+
+
+def test_rollouts_of_two_policies_are_refused_and_two_seeds_of_one_merge(tmp_path):
+    """The dataset keeps one ``evaluation:`` and one ``model:`` block, and its validation re-derives each
+    episode's commands and labels from them: rollouts of the zero and the random policy are refused (with
+    or without --allow-mixed-provenance), naming the key; two seeds of one policy merge and validate."""
+    short = ["--cameras", "none", "--episodes", "1", "--max-time", "1", "--quiet"]
+    for name, policy, seed in (("zero", "zero", "3"), ("random", "random", "3"), ("zero4", "zero", "4")):
+        run_cli("evaluate", "--policy", policy, "--seed", seed, "--out", tmp_path / name, *short)
+    for extra in ((), ("--allow-mixed-provenance",)):
+        r = cli(tmp_path / "zero", tmp_path / "random", "-o", tmp_path / "out", *extra, check=2)
+        line = r.stderr.strip()
+        assert len(line.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert "evaluation.policy ('zero' vs 'random')" in line and str(tmp_path / "random") in line, line
+        assert not (tmp_path / "out").exists()
+    cli(tmp_path / "zero", tmp_path / "zero4", "-o", tmp_path / "seeds")
+    ds = Dataset(tmp_path / "seeds")
+    from openarm_sim_dataset.validate import validate
+
+    report = validate(ds)
+    assert report.valid, [(r.check, r.detail) for r in report if r.failed]

@@ -11,6 +11,9 @@ Rules (a refusal names the input and what differs):
   simulated one. With ``allow_mixed_provenance`` such inputs are merged and every episode keeps its
   provenance (``provenance:`` in its entry: the scalar keys of its input's ``simulation:`` block and
   its ``tasks``, or ``recorded: true``);
+* rollouts (``dataset-evaluate``): identical ``evaluation:`` and ``model:`` blocks (the policy, its
+  checkpoint's hash, its control rate), with or without ``allow_mixed_provenance``: the dataset holds
+  one of each, and its validation re-derives every episode's commands and labels from them;
 * no episode of one input identical to an episode of another (the same obs/action streams, stamps and
   values, and initial state: what ``dataset-validate``'s ``duplicate_episodes`` fails, e.g. a dataset
   merged with its own copy); ``allow_duplicates`` merges them anyway (``"warn"``: with a
@@ -106,6 +109,12 @@ def check_compatible(datasets: Sequence[Dataset], allow_mixed_provenance: bool =
             if d:
                 raise MergeError(meta_file, f"Dataset {i}: {key} configuration differs from dataset 0 "
                                             f"({key} differs from {ref.root}: {d})")
+        for key in ("evaluation", "model"):  # one dataset-level block each: every episode's policy and run
+            d = first_difference(ref_doc.get(key) or {}, doc.get(key) or {}, key)
+            if d:
+                raise MergeError(meta_file, f"Dataset {i}: rollouts of another run than dataset 0 ({d}, against "
+                                            f"{ref.root}): a dataset holds one policy's rollouts under one "
+                                            "evaluation: block (compare two with dataset-evaluate --compare)")
         a, b = ref.meta.simulation, ds.meta.simulation
         if (a is None) != (b is None):
             what = "simulated" if b is not None else "recorded"
