@@ -9,11 +9,12 @@ get a fault only the replay can see: one frame's stored warm-start acceleration 
 episode's sidecar, the manifest re-sealed (own files, no longer links).
 
 Reported per run: wall time, the time of the cheap pass per episode and of the sampled pass per sampled
-episode (from the process's own timing of each pass), the bound lines the CLI prints, the load average,
+episode (from the process's own timing of each pass), the driver process's peak RSS (its workers not
+counted: what grows with the number of episodes is the driver's), the bound lines the CLI prints, the load average,
 and the projection to 10,000 episodes (cheap per episode x 10,000 / W + the sampled pass).
 
 Usage: PYTHONPATH=. python tools/bench_sampled_validation.py [--sizes 1000] [--sample 300] [--workers 2]
-          [--plant-fraction 0.02] [--ray] [--work DIR] [--json OUT]
+          [--plant-fraction 0.02] [--ray | --ray-only] [--work DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ BIN = Path(sys.executable).parent
 from bench_scale import LocalCluster, build  # noqa: E402
 
 #: Times the two passes of a sampled run inside the process (the CLI's code path, its output printed).
-DRIVER = """import sys, time
+DRIVER = """import resource, sys, time
 from openarm_sim_dataset.validate import sampling, runner
 passes = []
 real = runner.validate
@@ -46,7 +47,7 @@ sampling.validate = timed
 from openarm_sim_dataset.cli import validate
 t = time.perf_counter()
 code = validate.main(sys.argv[1:])
-print("PASSES", time.perf_counter() - t, *passes, code)
+print("PASSES", time.perf_counter() - t, *passes, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)
 """
 
 
@@ -92,9 +93,10 @@ def run(path: Path, sample: int, workers: int, ray: str | None, env: dict) -> di
     last = lines[-1].split() if lines else []
     if not last or last[0] != "PASSES" or last[-1] not in ("0", "1"):
         raise SystemExit(f"dataset-validate {path}: exit {r.returncode}: {r.stderr.strip()[-800:]}")
-    total, cheap, costly = float(last[1]), float(last[2]), float(last[3])
+    total, cheap, costly, rss_kib = float(last[1]), float(last[2]), float(last[3]), int(last[-2])
     return {"wall_s": round(wall, 1), "in_process_s": round(total, 1), "cheap_s": round(cheap, 1),
-            "sampled_s": round(costly, 1), "exit": int(last[-1]), "load_before": round(load0, 2),
+            "sampled_s": round(costly, 1), "driver_max_rss_mib": round(rss_kib / 1024, 1),
+            "exit": int(last[-1]), "load_before": round(load0, 2),
             "load_after": round(os.getloadavg()[0], 2),
             "report": [ln for ln in lines if ln.split(":")[0] in ("sampled", "cameras", "simulation")
                        or ln.startswith(str(path))]}
@@ -108,6 +110,7 @@ def main() -> None:
     ap.add_argument("--source-episodes", type=int, default=10)
     ap.add_argument("--plant-fraction", type=float, default=0.0)
     ap.add_argument("--ray", action="store_true", help="also on a local Ray cluster of two nodes of one CPU each")
+    ap.add_argument("--ray-only", action="store_true", help="only on the local Ray cluster")
     ap.add_argument("--work", type=Path)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -125,7 +128,7 @@ def main() -> None:
             shutil.rmtree(path)
         build(source, path, n)
         planted = plant_replay_faults(path, args.plant_fraction) if args.plant_fraction > 0 else []
-        modes = [("local", None)] + ([("ray", "cluster")] if args.ray else [])
+        modes = ([] if args.ray_only else [("local", None)]) + ([("ray", "cluster")] if args.ray or args.ray_only else [])
         for mode, _ in modes:
             if mode == "ray":
                 with LocalCluster() as address:
