@@ -61,6 +61,24 @@ def test_continuity_without_joints_keeps_the_neighbours_rule():
     assert score[1] < 3.0, score
 
 
+def test_continuity_takes_the_largest_local_gain_where_the_motion_turns_back():
+    """Measured around frame 32 of episode 4 of a ``pick_place_cameras.pt`` rollout (seed 52817): the wrist
+    camera turns out 0.26 rad and back 0.215 (its neighbours 0.167 apart) while the table's edge enters
+    its view, 25.3 grey levels from neighbours 4.1 apart; the pairs beside give 27.3 (a 0.7 rad turn:
+    pictures unrelated, their distance no longer grows) and 100 grey levels per rad. The middle gain
+    failed the frame (x3.56); the largest passes it. Where the motion goes on (frame 14 of the planted
+    ``frame_out_of_place``: steps 0.228 and 0.376, neighbours 0.598 apart), the middle one still judges."""
+    # frames 30..34 of the rollout (frame 32 the middle): thumbnail distances and the hand's motion (rad)
+    # between consecutive frames (d1, motion) and frames two apart (d2, motion2)
+    d1, motion = np.array([19.28, 25.33, 26.00, 19.10]), np.array([0.705, 0.260, 0.215, 0.190])
+    d2, motion2 = np.array([40.64, 4.14, 11.87]), np.array([0.945, 0.167, 0.150])
+    assert cameras.local_gain(d1, d2, motion, motion2)[1] == pytest.approx(19.10 / 0.190)  # the largest
+    # frames 12..16 of frame_out_of_place (frame 14 the middle): the motion goes on
+    d1, motion = np.array([0.05, 12.07, 13.74, 4.76]), np.array([0.005, 0.228, 0.376, 0.257])
+    d2, motion2 = np.array([12.0, 3.24, 14.0]), np.array([0.233, 0.598, 0.633])
+    assert cameras.local_gain(d1, d2, motion, motion2)[1] == pytest.approx(np.median([4.76 / 0.257, 3.24 / 0.598]))
+
+
 class _Stream:
     def __init__(self, timestamps, values):
         self.timestamps, self.values = timestamps, values

@@ -285,8 +285,11 @@ def local_gain(d1: np.ndarray, d2: np.ndarray, motion: np.ndarray, motion2: np.n
     """Per inner frame k = 1..n-2: grey levels of picture change per radian of joint motion around it, not
     counting the frame itself: the median of (distance / joint motion) over the pair before its neighbours
     (k-2, k-1), the pair after them (k+1, k+2) and its neighbours (k-1, k+1); pairs whose joints moved
-    0.01 rad or less say nothing (0 when none is left). ``d1``/``motion`` between consecutive frames (n-1,),
-    ``d2``/``motion2`` between frames two apart (n-2,)."""
+    0.01 rad or less say nothing (0 when none is left). Where the motion turns back between the
+    neighbours (they are less than half as far apart as the frame's two steps add up to), the largest
+    of them: the frame shows an excursion its neighbours do not, and what a radian changes there (an
+    edge entering the view) is seen only in the pairs beside them. ``d1``/``motion`` between consecutive
+    frames (n-1,), ``d2``/``motion2`` between frames two apart (n-2,)."""
     import warnings
 
     n = len(d1) + 1
@@ -296,9 +299,11 @@ def local_gain(d1: np.ndarray, d2: np.ndarray, motion: np.ndarray, motion2: np.n
     pad = np.r_[np.nan, r1, np.nan]  # pad[i + 1] = pair (i, i + 1)
     k = np.arange(1, n - 1)
     cand = np.stack([pad[k - 1], pad[k + 2], r2])  # (k-2, k-1), (k+1, k+2), (k-1, k+1)
+    turned = motion2 < 0.5 * (motion[:-1] + motion[1:])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nan_to_num(np.nanmedian(cand, axis=0), nan=0.0)
+        gain = np.where(turned, np.nanmax(cand, axis=0), np.nanmedian(cand, axis=0))
+        return np.nan_to_num(gain, nan=0.0)
 
 
 def continuity_scores(thumbs: np.ndarray, floor: float, motion: np.ndarray | None = None,
