@@ -8,7 +8,7 @@ episodes, the rollouts' success, the verdict, and every row that is not a pass o
 wrist saw the red cube), with its detail. Exit 1 when any row fails or warns.
 
 Resumable: ``dataset-evaluate`` resumes a rollout folder, and a run whose verdict is in the work folder
-(``<policy>-<seed>.json``) is not repeated (``--again`` validates again, e.g. after a change of a check).
+(``<policy>-<seed>.verdict.json``) is not repeated (``--again`` validates again, e.g. after a change of a check).
 
     PYTHONPATH=. python tools/rollout_matrix.py --work DIR [--seeds 7001 52817] [--episodes 20]
                                                 [--policies baselines/tray_green_cameras.pt ...]
@@ -32,7 +32,7 @@ EXPECTED_SKIPS = {"pose_quaternions", "sim_regenerate", "sim_wrist_projection"}
 
 def run_one(policy: Path, seed: int, episodes: int, workers: int, work: Path, again: bool, env: dict) -> dict:
     name = f"{policy.stem}-{seed}"
-    out, verdict = work / name, work / f"{name}.json"
+    out, verdict = work / name, work / f"{name}.verdict.json"
     if verdict.exists() and not again:
         return json.loads(verdict.read_text())
     t0 = time.perf_counter()
