@@ -31,6 +31,7 @@ FAULTS = {
     "arms_swapped_in_obs": "action_follows_obs",  # the obs files of the two arms exchanged
     "idle_arm_moves_on_its_own": "action_follows_obs",  # the held left arm's obs joint 1 away 0.2 rad for 2 s
     "action_in_degrees": "action_follows_obs",  # the action qpos of both arms written in degrees
+    "obs_joint_inverted": "action_follows_obs",  # the right arm's obs joint 2 read with the opposite sign (qpos, qvel)
     "episode_duplicated": "duplicate_episodes",  # episode 0 copied under the new id 2
     "jpeg_reencoded_quality": "jpeg_encoding",  # episode 1's head camera re-encoded at quality 60 (frames 10..)
     "jpeg_resized": "jpeg_encoding",  # episode 1's head camera re-encoded at half the size (frames 10..)
@@ -182,6 +183,13 @@ def plant(src: Path, dst: Path, fault: str) -> str:
     elif fault == "obs_columns_swapped":
         names = pq.read_schema(obs_right).names
         edit_columns(obs_right, {c: _swap(1, 3) for c in ("qpos", "qvel", "qtorque") if c in names})
+    elif fault == "obs_joint_inverted":
+        def negate_joint_2(values):
+            out = np.array(values, copy=True)
+            out[:, 1] = -out[:, 1]
+            return out
+
+        edit_columns(obs_right, {"qpos": negate_joint_2, "qvel": negate_joint_2})
     elif fault == "arms_swapped_in_obs":
         left = eps / "0/obs/arms/left/state.parquet"
         tmp = left.with_name("swap.tmp")

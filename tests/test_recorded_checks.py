@@ -210,3 +210,34 @@ def test_reference_fixtures_pass_or_warn(name):
 
 def test_every_meaning_check_has_a_planted_fault():
     assert set(MEANING) == set(corrupt_recorded.FAULTS.values())
+
+
+def test_fingers_held_by_a_contact_are_not_an_inverted_joint(tmp_path):
+    """A gripper commanded open while a contact holds its fingers closed (a ``tray_green_cameras.pt``
+    rollout of seed 52817, episode 16: obs back to 0 while the command stays open) correlates weakly
+    negatively with its command (-0.14): it follows in neither direction measurably, counted, not judged.
+    The same joint read with the opposite sign (an encoder's direction reversed) correlates strongly
+    negatively and fails."""
+    from openarm_sim_dataset import layout
+    from openarm_sim_dataset.record import Recorder
+
+    ts = (np.arange(0, 8, 0.004) * 1e9).astype(np.int64) + 10**18
+    s = (ts - ts[0]) / 1e9
+    cmd = np.zeros((len(ts), 8))
+    cmd[:, 0] = 0.5 * np.sin(s)  # joint 1 moves and follows: the episode is compared
+    cmd[:, 7] = np.clip((s - 3.0) / 2.0, 0, 1) * 0.08  # the gripper commanded open from 3 s
+    blocked = cmd.copy()
+    blocked[:, 7] = np.where(s < 4.5, cmd[:, 7] * 0.55, 0.0002)  # follows, then the fingers are pressed shut
+    meta = {"operation_type": "teleop", "tasks": [{"prompt": "p"}],
+            "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}}}}
+    for name, obs in (("held", blocked), ("inverted", blocked * np.r_[-1.0, np.ones(7)])):
+        with Recorder(tmp_path / name, meta) as rec:
+            ep = rec.start_episode(0)
+            for k, t in enumerate(ts):
+                ep.add_obs("arms/right", int(t), qpos=obs[k])
+                ep.add_action("arms/right", int(t), qpos=cmd[k])
+            ep.save()
+    held = _rows(tmp_path / "held", checks=["action_follows_obs"])["action_follows_obs"]
+    assert held.status == "pass" and "1 joint(s) following their command in neither direction" in held.detail, held.detail
+    inverted = _rows(tmp_path / "inverted", checks=["action_follows_obs"])["action_follows_obs"]
+    assert inverted.failed and "right joint 1 moves against its command" in inverted.detail, inverted.detail

@@ -190,7 +190,7 @@ def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
     names = [f"{s} joint {j + 1}" for s in sides for j in range(width)]
     o_range, a_range = np.ptp(o, axis=0), np.ptp(a, axis=0)
     corr = lagged_correlations(o, a, max_lag)
-    fails, figures = [], {"ratios": [], "own": [], "margin": [], "lags": [], "knocked": []}
+    fails, figures = [], {"ratios": [], "own": [], "margin": [], "lags": [], "knocked": [], "unmeasured": []}
     for i, name in enumerate(names):
         if max(o_range[i], a_range[i]) <= t.follow_motion:
             continue
@@ -212,9 +212,12 @@ def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
         k = int(np.argmax(np.abs(own)))
         figures["lags"].append((k - max_lag) / FOLLOW_HZ)
         figures["own"].append(float(own[k]))
-        if own[k] < 0:
+        if own[k] <= -t.follow_min_corr:
             fails.append(f"obs {name} moves against its command (correlation {own[k]:.3f} at lag "
                          f"{(k - max_lag) / FOLLOW_HZ:+.2f} s)")
+            continue
+        if own[k] < 0:  # follows neither way measurably: held by contact (fingers blocked), not inverted
+            figures["unmeasured"].append(name)
             continue
         best = corr[:, i, :].max(axis=0)
         best[i] = -np.inf
@@ -229,9 +232,12 @@ def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
 def check_action_follows_obs(ctx: Context) -> Outcome:
     """Each moving obs joint follows its own commanded joint in the action stream: for every joint whose
     obs or command moves more than `follow_motion` (0.05 rad by default), the obs range is within a
-    factor `follow_scale_tolerance` (3 by default) of the command's, it correlates positively with its own
-    command at the best lag within `follow_max_lag_seconds` (0.5 s by default), and no other commanded
-    column of either arm matches it better by more than `follow_margin` (0.1 by default).
+    factor `follow_scale_tolerance` (3 by default) of the command's, it does not correlate with its own
+    command at `-follow_min_corr` (-0.3 by default) or below at the best lag within
+    `follow_max_lag_seconds` (0.5 s by default: an inverted joint), and no other commanded column of either
+    arm matches it better by more than `follow_margin` (0.1 by default). A joint whose best correlation is
+    weakly negative follows its command in neither direction measurably (fingers held closed by a contact
+    while the command opens them): counted, not judged.
 
     Both arms' obs and action `qpos` are resampled onto one 50 Hz grid over their common span and their
     increments are cross-correlated (obs lagging its command is a positive lag). A joint that moves under
@@ -242,13 +248,14 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
     applicable) when no episode has obs and action arm qpos that move."""
     t = ctx.t
     bad, first, episodes = set(), None, 0
-    ratios, owns, margins, lags, knocked = [], [], [], [], []
+    ratios, owns, margins, lags, knocked, unmeasured = [], [], [], [], [], 0
     for ep in ctx.episodes:
         res = follow_findings(ctx, ep)
         if res is None:
             continue
         fails, fig = res
         knocked += fig["knocked"]
+        unmeasured += len(fig["unmeasured"])
         if not fig["ratios"] and not fails:
             continue
         episodes += 1
@@ -270,6 +277,9 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
     if knocked:
         detail += (f"; {len(knocked)} joint(s) under a held command knocked and back (up to {max(knocked):.3g} rad, "
                    f"away < {t.follow_held_seconds:g} s)")
+    if unmeasured:
+        detail += (f"; {unmeasured} joint(s) following their command in neither direction measurably (best "
+                   f"correlation between -{t.follow_min_corr:g} and 0: held by a contact)")
     if bad:
         detail += f"; {len(bad)} failed, first: {first}"
     return Outcome(not bad, detail, sorted(bad))

@@ -41,6 +41,7 @@ class Thresholds:
     follow_scale_tolerance: float = 3.0  # range ratio obs/command must lie in [1/x, x]
     follow_held_seconds: float = 1.0  # s: a joint under a held command away from its rest this long moves on its own
     follow_margin: float = 0.1  # another command column correlating this much better than its own: swapped
+    follow_min_corr: float = 0.3  # an obs joint correlating with its command at least this negatively: inverted
     frozen_view_fraction: float = 0.01  # simulated: pixels of a camera's view that changed (depth/labels) in a frozen run
     frozen_depth_m: float = 0.005  # m: depth change of a pixel that counts as a change of the view
     coverage_periods: float = 3.0  # camera periods: first/last frame at most this far inside the state streams' span (measured <= 1.47)
