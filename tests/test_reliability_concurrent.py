@@ -39,6 +39,9 @@ def test_second_writer_refused_and_dead_holder_does_not_block(reference, tmp_pat
     deadline = time.time() + 120
     while time.time() < deadline and not (out / "metadata.yaml").exists():
         time.sleep(0.01)
+    # held still while it holds the lock: a tiny generation can otherwise finish (and remove its lock)
+    # while the second writer starts
+    os.killpg(first.pid, signal.SIGSTOP)
     assert first.poll() is None, "first writer ended too early"
     second = run(gen(out), tmp_path)
     assert second.returncode == 2, second
