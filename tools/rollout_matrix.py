@@ -36,9 +36,12 @@ def run_one(policy: Path, seed: int, episodes: int, workers: int, work: Path, ag
     if verdict.exists() and not again:
         return json.loads(verdict.read_text())
     t0 = time.perf_counter()
-    r = subprocess.run([str(BIN / "dataset-evaluate"), "--policy", str(policy), "--episodes", str(episodes), "--seed",
-                        str(seed), "--workers", str(workers), "--out", str(out), "--quiet", "--json"],
-                       capture_output=True, text=True, env=env)
+    # the checkpoint as the repository names it (baselines/<name>.pt, from the checkout): a rollout folder
+    # resumes only under the same evaluation.policy, which records the path as given
+    spec = os.path.relpath(policy, REPO) if policy.is_relative_to(REPO) else str(policy)
+    r = subprocess.run([str(BIN / "dataset-evaluate"), "--policy", spec, "--episodes", str(episodes), "--seed",
+                        str(seed), "--workers", str(workers), "--out", str(out.resolve()), "--quiet", "--json"],
+                       capture_output=True, text=True, env=env, cwd=REPO)
     if r.returncode != 0:
         raise SystemExit(f"dataset-evaluate {policy} seed {seed}: exit {r.returncode}: {r.stderr.strip()[-600:]}")
     rollout_s = time.perf_counter() - t0
@@ -69,6 +72,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--again", action="store_true", help="validate again the runs already validated")
     args = ap.parse_args()
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     bad = 0
