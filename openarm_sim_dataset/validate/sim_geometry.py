@@ -214,19 +214,14 @@ check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduc
 OCCLUSION_TOLERANCE_M = 0.003
 
 
-def _quat_matrix(q: np.ndarray) -> np.ndarray:
-    """Rotation matrix of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = q / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
 def cube_entry_fraction(eye: np.ndarray, centre: np.ndarray, quat: np.ndarray, half: float) -> float:
     """Where the ray from ``eye`` to a cube's ``centre`` (world, m) enters the cube (orientation ``quat``
     wxyz, half edge ``half`` m), as a fraction of the distance eye-centre: 1 - half/distance when a face
     looks at the eye, less when an edge or a corner does (down to 1 - half*sqrt(3)/distance)."""
-    R = _quat_matrix(np.asarray(quat, np.float64))
+    q = np.asarray(quat, np.float64)
+    R = np.empty(9)
+    import_mujoco().mju_quat2Mat(R, q / np.linalg.norm(q))
+    R = R.reshape(3, 3)
     ray = np.asarray(centre, np.float64) - np.asarray(eye, np.float64)
     local = R.T @ ray  # the ray in the cube's frame; it starts at -local and reaches the centre at 1
     with np.errstate(divide="ignore"):
