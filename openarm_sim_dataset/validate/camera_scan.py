@@ -15,6 +15,7 @@ import numpy as np
 from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.camera import Camera, decode_jpeg
 from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.kinematics import arm_kinematics
 from openarm_sim_dataset.core.video_camera import DecodedCamera
 
 from .check import Context
@@ -194,14 +195,11 @@ def gripper_streams(streams: list, min_range: float) -> list:
 WRIST_VIEW_DEPTH_M = 0.2
 
 
-def wrist_view_motion(ctx: Context, ep: str, camera: str, ts: np.ndarray, step: int = 1) -> np.ndarray | None:
-    """How far a wrist camera ``wrist_<side>`` moved between frame k and frame k + ``step`` of stamps
-    ``ts`` (ns): the turn of its hand (rad, the angle of the relative rotation: the same for the camera,
-    rigid on the hand, whatever its mounting), plus the hand's translation over
-    :data:`WRIST_VIEW_DEPTH_M`, plus the gripper's travel (its fingers in front of the lens), from forward
-    kinematics of the OpenArm model at the obs qpos interpolated to the stamps. Joint angles summed say
-    little of it: a shoulder turning out and back under a wrist that goes on is a picture out and back.
-    None for any other camera, without the arm's 8-column qpos, or without the model."""
+def wrist_hand_poses(ctx: Context, ep: str, camera: str, ts: np.ndarray) -> tuple | None:
+    """(positions (n, 3) m, quaternions (n, 4), gripper (n,)) of the hand carrying a wrist camera
+    ``wrist_<side>`` at stamps ``ts`` (ns), by forward kinematics of the OpenArm model at the obs qpos
+    interpolated to the stamps. None for any other camera, without the arm's 8-column qpos, or without
+    the model."""
     side = layout.wrist_side(camera)
     obs = ctx.streams(ep, "obs")
     if not side or not isinstance(obs, dict):
@@ -209,9 +207,23 @@ def wrist_view_motion(ctx: Context, ep: str, camera: str, ts: np.ndarray, step: 
     s = obs.get(f"arms/{side}/qpos")
     if s is None or len(s) < 2 or s.values.shape[1] != 8:
         return None
-    poses = _hand_poses(ctx, ep, side, s, ts)
-    if poses is None:
+    try:
+        fk = arm_kinematics()
+    except (ImportError, ValueError, OSError):
         return None
+    t = s.timestamps.astype(np.float64)
+    q = np.stack([np.interp(ts.astype(np.float64), t, s.values[:, j].astype(np.float64)) for j in range(8)], 1)
+    pose = fk.qpos_to_pose(side, q).astype(np.float64)
+    return pose[:, :3], pose[:, 3:7], q[:, 7]
+
+
+def hand_motion(poses: tuple, step: int = 1) -> np.ndarray:
+    """How far a wrist camera moved between stamp k and stamp k + ``step`` of its hand's ``poses``
+    (:func:`wrist_hand_poses`): the turn of its hand (rad, the angle of the relative rotation: the same
+    for the camera, rigid on the hand, whatever its mounting), plus the hand's translation over
+    :data:`WRIST_VIEW_DEPTH_M`, plus the gripper's travel (its fingers in front of the lens). Joint angles
+    summed say little of it: a shoulder turning out and back under a wrist that goes on is a picture out
+    and back."""
     pos, quat, grip = poses
     dot = np.abs(np.sum(quat[step:] * quat[:-step], axis=1))
     turn = 2 * np.arccos(np.clip(dot, 0.0, 1.0))
@@ -219,22 +231,8 @@ def wrist_view_motion(ctx: Context, ep: str, camera: str, ts: np.ndarray, step: 
     return turn + shift + np.abs(grip[step:] - grip[:-step])
 
 
-def _hand_poses(ctx: Context, ep: str, side: str, stream, ts: np.ndarray):
-    """(positions (n, 3), quaternions (n, 4), gripper (n,)) of a hand at stamps ``ts``; cached per episode
-    and stamps; None without the kinematics model."""
-    key = ("hand_poses", ep, side, len(ts), int(ts[0]) if len(ts) else 0, int(ts[-1]) if len(ts) else 0)
-    cache = ctx.cache
-    if key in cache:
-        return cache[key]
-    try:
-        from openarm_sim_dataset.core.kinematics import arm_kinematics
-
-        fk = arm_kinematics()
-    except (ImportError, ValueError, OSError):
-        cache[key] = None
-        return None
-    t = stream.timestamps.astype(np.float64)
-    q = np.stack([np.interp(ts.astype(np.float64), t, stream.values[:, j].astype(np.float64)) for j in range(8)], 1)
-    pose = fk.qpos_to_pose(side, q).astype(np.float64)
-    cache[key] = (pose[:, :3], pose[:, 3:7], q[:, 7])
-    return cache[key]
+def wrist_view_motion(ctx: Context, ep: str, camera: str, ts: np.ndarray, step: int = 1) -> np.ndarray | None:
+    """:func:`hand_motion` of a wrist camera between its stamps ``ts`` k and k + ``step`` (None where
+    :func:`wrist_hand_poses` is)."""
+    poses = wrist_hand_poses(ctx, ep, camera, ts)
+    return None if poses is None else hand_motion(poses, step)

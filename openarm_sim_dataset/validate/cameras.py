@@ -75,13 +75,15 @@ from .camera_scan import (  # the measures; CameraScan and thumbnail also import
     CameraScan,  # noqa: F401
     displacement,
     gripper_streams,
+    hand_motion,
     joint_motion,
     mean_ranks,
     ranks,
     scan,
     thumbnail,  # noqa: F401
     visible_qpos,
-    wrist_view_motion,
+    wrist_hand_poses,
+    wrist_view_motion,  # noqa: F401 - importable from here, as the other measures
 )
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .timing import exact_timing
@@ -367,9 +369,9 @@ def check_camera_continuity(ctx: Context) -> Outcome:
         motion = motion2 = None
         if streams:
             with_motion += 1
-            motion = wrist_view_motion(ctx, ep, name, s.timestamps)
-            if motion is not None:
-                motion2 = wrist_view_motion(ctx, ep, name, s.timestamps, step=2)
+            hand = wrist_hand_poses(ctx, ep, name, s.timestamps)
+            if hand is not None:
+                motion, motion2 = hand_motion(hand), hand_motion(hand, step=2)
             else:
                 motion = joint_motion(streams, ts[:-1], ts[1:], joints=None)
                 motion2 = joint_motion(streams, ts[:-2], ts[2:], joints=None)
