@@ -353,6 +353,25 @@ def two_task_synthetic(root: Path, size: tuple[int, int] = (96, 72)) -> Path:
     return out
 
 
+def record_arms(out: Path, stamps: np.ndarray, obs: dict, action: dict) -> Path:
+    """One episode recorded with :class:`~openarm_sim_dataset.record.Recorder` into ``out``: per arm side
+    in ``obs``/``action``, its qpos rows (N, 8) at ``stamps`` (int64 ns); a teleop dataset of OpenArm arms."""
+    from openarm_sim_dataset import layout
+    from openarm_sim_dataset.record import Recorder
+
+    meta = {"operation_type": "teleop", "tasks": [{"prompt": "p"}],
+            "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}}}}
+    with Recorder(out, meta) as rec:
+        ep = rec.start_episode(0)
+        for k, t in enumerate(stamps):
+            for side, q in obs.items():
+                ep.add_obs(f"arms/{side}", int(t), qpos=q[k])
+            for side, q in action.items():
+                ep.add_action(f"arms/{side}", int(t), qpos=q[k])
+        ep.save()
+    return out
+
+
 def recorded_files(root: Path) -> dict[Path, bytes]:
     """Every file under ``root`` as a golden digest of generated data sees it: without the derived
     ``summary.json`` of each episode (issue 27, re-derived from the files by ``episode_summary``) and

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import record_arms, run_cli
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import cameras
@@ -87,23 +87,12 @@ class _Stream:
 def test_a_wrist_cameras_motion_is_its_hands_turn_not_its_joint_angles_summed(tmp_path):
     """Forward kinematics of the hand: the shoulder turning out and back under a wrist that goes on moves
     the wrist camera out and back, which joint angles summed cannot say; a still arm moves it by 0."""
-    from openarm_sim_dataset import layout
-    from openarm_sim_dataset.record import Recorder
-
     ts = (np.arange(0, 1.0, 0.004) * 1e9).astype(np.int64) + 10**18
     q = np.zeros((len(ts), 8))
     q[:, 3] = 1.5
     q[:, 0] = 0.2 * np.sin(np.linspace(0, np.pi, len(ts)))  # the shoulder out and back over the second
-    meta = {"operation_type": "teleop", "tasks": [{"prompt": "p"}],
-            "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}}}}
-    with Recorder(tmp_path / "ds", meta) as rec:
-        ep = rec.start_episode(0)
-        for k, t in enumerate(ts):
-            for side in ("right", "left"):
-                ep.add_obs(f"arms/{side}", int(t), qpos=q[k] if side == "right" else np.zeros(8))
-                ep.add_action(f"arms/{side}", int(t), qpos=q[k] if side == "right" else np.zeros(8))
-        ep.save()
-    ds = Dataset(tmp_path / "ds")
+    arms = {"right": q, "left": np.zeros((len(ts), 8))}
+    ds = Dataset(record_arms(tmp_path / "ds", ts, arms, arms))
     ctx = Context(ds, ds.episode_ids)
     frames = ts[[0, 125, 249]]  # out, then back
     out_back = cameras.wrist_view_motion(ctx, "0", "wrist_right", frames)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REF_FIXTURES, REF_LAYOUTS, run_cli
+from conftest import REF_FIXTURES, REF_LAYOUTS, record_arms, run_cli
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.validate import Thresholds, valid_flags
@@ -218,9 +218,6 @@ def test_fingers_held_by_a_contact_are_not_an_inverted_joint(tmp_path):
     negatively with its command (-0.14): it follows in neither direction measurably, counted, not judged.
     The same joint read with the opposite sign (an encoder's direction reversed) correlates strongly
     negatively and fails."""
-    from openarm_sim_dataset import layout
-    from openarm_sim_dataset.record import Recorder
-
     ts = (np.arange(0, 8, 0.004) * 1e9).astype(np.int64) + 10**18
     s = (ts - ts[0]) / 1e9
     cmd = np.zeros((len(ts), 8))
@@ -228,15 +225,8 @@ def test_fingers_held_by_a_contact_are_not_an_inverted_joint(tmp_path):
     cmd[:, 7] = np.clip((s - 3.0) / 2.0, 0, 1) * 0.08  # the gripper commanded open from 3 s
     blocked = cmd.copy()
     blocked[:, 7] = np.where(s < 4.5, cmd[:, 7] * 0.55, 0.0002)  # follows, then the fingers are pressed shut
-    meta = {"operation_type": "teleop", "tasks": [{"prompt": "p"}],
-            "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}}}}
     for name, obs in (("held", blocked), ("inverted", blocked * np.r_[-1.0, np.ones(7)])):
-        with Recorder(tmp_path / name, meta) as rec:
-            ep = rec.start_episode(0)
-            for k, t in enumerate(ts):
-                ep.add_obs("arms/right", int(t), qpos=obs[k])
-                ep.add_action("arms/right", int(t), qpos=cmd[k])
-            ep.save()
+        record_arms(tmp_path / name, ts, {"right": obs}, {"right": cmd})
     held = _rows(tmp_path / "held", checks=["action_follows_obs"])["action_follows_obs"]
     assert held.status == "pass" and "1 joint(s) following their command in neither direction" in held.detail, held.detail
     inverted = _rows(tmp_path / "inverted", checks=["action_follows_obs"])["action_follows_obs"]
