@@ -10,7 +10,7 @@ wrist saw the red cube), with its detail. Exit 1 when any row fails or warns.
 Resumable: ``dataset-evaluate`` resumes a rollout folder, and a run whose verdict is in the work folder
 (``<policy>-<seed>.verdict.json``) is not repeated (``--again`` validates again, e.g. after a change of a check).
 
-    PYTHONPATH=. python tools/rollout_matrix.py --work DIR [--seeds 7001 52817] [--episodes 20]
+    python tools/rollout_matrix.py --work DIR [--seeds 7001 52817] [--episodes 20]
                                                 [--policies baselines/tray_green_cameras.pt ...]
                                                 [--workers 2] [--again]
 """
@@ -26,7 +26,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 BIN = Path(sys.executable).parent
+
+from openarm_sim_dataset import Dataset  # noqa: E402
+
 EXPECTED_SKIPS = {"pose_quaternions", "sim_regenerate", "sim_wrist_projection"}
 
 
@@ -51,8 +55,6 @@ def run_one(policy: Path, seed: int, episodes: int, workers: int, work: Path, ag
     if v.returncode not in (0, 1):
         raise SystemExit(f"dataset-validate {out}: exit {v.returncode}: {v.stderr.strip()[-600:]}")
     rows = json.loads(v.stdout)["rows"]
-    from openarm_sim_dataset import Dataset
-
     ds = Dataset(out)
     res = {"policy": policy.name, "seed": seed, "episodes": ds.num_episodes,
            "success": sum(bool(e.get("success")) for e in ds.meta.episodes),
