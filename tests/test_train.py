@@ -139,6 +139,15 @@ def test_state_checkpoint_evaluates_physics_only(checkpoints, tmp_path):
     assert meta.episode_ids == ["0"] and not (out / "episodes" / "0" / "images").exists()
     assert not meta.episodes[0].get("cameras")
     run_cli("validate", out, "--quick", "--no-update-metadata")
+    # the same checkpoint named another way (a copy, another path) resumes the folder: it is its bytes
+    import shutil
+
+    copy = shutil.copy(d / "state.pt", tmp_path / "elsewhere.pt")
+    again = run_cli("evaluate", "--policy", copy, "--out", out, "--episodes", "2", *tiny, "--json")
+    assert (json.loads(again.stdout)["made"], json.loads(again.stdout)["skipped"]) == (1, 1)
+    assert Metadata.load(out).data["evaluation"]["policy"] == str(d / "state.pt")
+    other = run_cli("evaluate", "--policy", "zero", "--out", out, "--episodes", "2", *tiny, check=2)
+    assert "another policy" in other.stderr and len(other.stderr.strip().splitlines()) == 1
     bad = run_cli("evaluate", "--policy", d / "cams.pt", "--out", tmp_path / "cams", "--episodes", "1", *tiny, check=2)
     assert "--cameras none contradicts the checkpoint, which reads head" in bad.stderr, bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "cams").exists()

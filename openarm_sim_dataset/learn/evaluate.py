@@ -420,7 +420,7 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         if meta_path.exists():
             meta = Metadata.load(out)
             check_compatible(meta.simulation, sim, meta_path)
-            if meta.data.get("model", {}).get("sha256") != model_id["sha256"] or meta.data.get("evaluation") != evaluation:
+            if not same_policy(meta.data.get("model", {}), meta.data.get("evaluation"), model_id, evaluation):
                 raise EvaluateError(meta_path, "holds rollouts of another policy or evaluation settings; use another --out")
         else:
             if out.exists() and any(p.name != LEGACY_LOCK_FILE and not p.name.startswith(".tmp-") for p in out.iterdir()):
@@ -457,6 +457,18 @@ def evaluate(policy: str, out: str | os.PathLike, jobs: list[Job], base: Generat
         return report
     finally:
         output.close()
+
+
+def same_policy(stored_model: dict, stored_evaluation: dict | None, model: dict, evaluation: dict) -> bool:
+    """Whether a rollout folder's ``model:`` and ``evaluation:`` are those of this run. A checkpoint is the
+    same by its bytes, however its path is written (relative, absolute, a copy); any other policy by its
+    spec, since two built-in policies can share a source file and so a SHA-256."""
+    by_bytes = model.get("sha256_of") == stored_model.get("sha256_of") == "checkpoint file"
+
+    def settings(e: dict | None) -> dict | None:
+        return {k: v for k, v in e.items() if k != "policy"} if by_bytes and isinstance(e, dict) else e
+
+    return stored_model.get("sha256") == model["sha256"] and settings(stored_evaluation) == settings(evaluation)
 
 
 def rec_side(cfg: GenerateConfig, index: int) -> str:
