@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from . import layout, lerobot_layout as lrl, sampler
 from .errors import CameraError, MetadataError, StreamError
-from .lerobot_names import ArmColumns, map_arms
+from .lerobot_names import map_arms
 from .metadata import Metadata
 from .streams import Stream, list_column, primitive_numpy, read_table
 from .video_camera import ImageCamera, VideoCamera
@@ -133,7 +133,11 @@ class LeRobotSource:
         self.tasks = self._read_tasks()
         self.episodes = self._read_episodes()
         self._by_id = {str(e["episode_index"]): e for e in self.episodes}
-        self.arms = {kind: self._arms(kind) for kind in layout.KINDS}
+        # the arm mapping of the state and action vectors, found once: streams() reads it per episode
+        self._mapped = {key: map_arms(names) if (names := self.vector_names(key)) else ([], [])
+                        for key in ("observation.state", "action") if key in features}
+        self.arms = {kind: self._mapped.get("observation.state" if kind == "obs" else "action", ([], []))[0]
+                     for kind in layout.KINDS}
         self.metadata = Metadata(self._document(), self.info_path, version=lrl.layout_name(version))
 
     # ---------------------------------------------------------------- metadata
@@ -182,11 +186,6 @@ class LeRobotSource:
             seen.add(idx)
             _int(row.get("length"), f"episode {idx}: length", path)
         return rows
-
-    def _arms(self, kind: str) -> list[ArmColumns]:
-        feat = self.features.get("observation.state" if kind == "obs" else "action")
-        names = self.vector_names("observation.state" if kind == "obs" else "action") if feat else []
-        return map_arms(names)[0] if names else []
 
     def vector_names(self, key: str) -> list[str]:
         """The names of a vector feature's dimensions (``d0``.. when info.json names none)."""
@@ -313,7 +312,7 @@ class LeRobotSource:
                     values[~valid] = np.nan
             else:
                 continue  # strings and other non-numeric columns are not streams
-            arms, rest = map_arms(names) if key in ("observation.state", "action") else ([], list(range(len(names))))
+            arms, rest = self._mapped.get(key) or ([], list(range(len(names))))
             for arm in arms:
                 out[arm.key] = Stream(arm.key, path, ts, arm.values(values), arm.columns)
             if rest:
