@@ -60,6 +60,11 @@ def shift_camera(root: Path, seconds: float) -> None:
         f.rename(cam / f"{int(f.stem) + int(seconds * 1e9)}.jpeg")
 
 
+def rename_last_frame_with_a_zero(root: Path) -> Path:
+    last = max((root / "episodes/0/cameras/head").iterdir(), key=lambda f: int(f.stem))
+    return last.rename(last.with_name("0" + last.name))
+
+
 def truncate_streams(root: Path, rows: int) -> None:
     for f in (root / "episodes/0").rglob("*.parquet"):
         pq.write_table(pq.read_table(f).slice(0, rows), f)
@@ -88,6 +93,7 @@ FAULTS = {
     "episode_length": ("every stream cut to 10 rows", "own", lambda r: truncate_streams(r, 10), "0"),
     "cameras_present": ("a camera's folder emptied", "own", lambda r: [f.unlink() for f in (r / "episodes/0/cameras/head").iterdir()], "0"),
     "camera_span": ("the head camera's stamps shifted by 10 s", "own", lambda r: shift_camera(r, 10.0), "0"),
+    "frame_name_order": ("the head camera's last frame renamed 0<ns>.jpeg (the same stamp, read first by name)", "own", lambda r: rename_last_frame_with_a_zero(r), "0"),
     # recorded data: beyond the dropped-sample budget (7 of 12 frames: fraction 0.58 > 0.5); fewer is a warn
     "camera_rate": ("7 of the head camera's 12 frames removed (beyond the dropped-sample budget)", "own", lambda r: [f.unlink() for f in sorted((r / "episodes/0/cameras/head").iterdir())[2:9]], "0"),
     # the summary dataset-info reads (written by every writer of this package: the generated dataset has one)
@@ -240,3 +246,23 @@ def test_a_replay_that_drifts_names_the_cpu_that_differs(generated, tmp_path):
     edit_npz(copy, "episodes/1/sim/sidecar.npz", lambda s: _mid(s, "physics_ctrl", 1e-9))
     row = {r.check: r for r in Dataset(copy).validate(checks=["sim_replay"])}["sim_replay"]
     assert row.failed and f"cpu GenuineIntel Another CPU (fma avx2) recorded, {cpu_identity()} here" in row.detail, row.detail
+
+
+def test_frame_names_out_of_time_order_are_what_the_reference_misreads(tmp_path):
+    """The premise of frame_name_order: openarm_dataset 0.4.0 orders a camera's frames by file name, so a
+    frame named with a leading zero reaches its readers first; this package reads it by stamp, in place."""
+    ref = pytest.importorskip("openarm_dataset")
+    copy = tmp_path / "copy"
+    shutil.copytree(OWN_FIXTURES / "dataset_0.4.0", copy)
+
+    def head(ds):
+        return ds.load_camera("head", ds.meta.episodes[0]).load_timestamps()
+
+    clean = head(ref.Dataset(copy))
+    assert clean == sorted(clean)
+    rename_last_frame_with_a_zero(copy)
+    theirs = head(ref.Dataset(copy))
+    assert theirs[0] == clean[-1] and theirs[1:] == clean[:-1]
+    assert head(Dataset(copy)) == clean
+    row = {r.check: r for r in Dataset(copy).validate(checks=["frame_name_order"])}["frame_name_order"]
+    assert not row.passed and "sorts before" in row.detail and row.episodes == ["0"], row

@@ -380,6 +380,18 @@ class Camera(FrameSequence):
             return False
         return all(name == layout.frame_name(ts) for name, ts in zip(self._names, self.timestamps.tolist()))
 
+    def frame_names(self) -> list[str]:
+        """The frame files' names (a tar's member names), in time order."""
+        if self.format == "dir":
+            return list(self._names)
+        try:
+            with tarfile.open(self.path, mode="r:") as tf:
+                names = tf.getnames()
+        except (tarfile.TarError, OSError) as e:
+            raise CameraError(self.path, f"unreadable tar archive ({e})") from None
+        stamps = [layout.parse_frame_name(n) for n in names]
+        return [names[i] for i in sorted(range(len(names)), key=stamps.__getitem__)]
+
     def frame_path(self, index: int) -> Path:
         if self.format == "dir":
             return self.path / self._names[index]

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.atomic import TMP_PREFIX
+from openarm_sim_dataset.core.errors import CameraError
 
 from .camera_scan import scan
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding
@@ -451,6 +452,41 @@ def check_camera_span(ctx: Context) -> Outcome:
     return Outcome(not bad, "camera stamps inside the obs/action span (+- one state period)" + (f"; {first}" if first else ""), sorted(bad))
 
 
+def check_frame_name_order(ctx: Context) -> Outcome:
+    """Every camera's frame files, sorted by name as text, are in time order. openarm_dataset 0.4.0 orders
+    a camera's frames by file name, so stamps of different digit counts (`999.jpeg` after `1000.jpeg`) or a
+    name with leading zeros reach its readers out of time order, while this package reads them by stamp.
+
+    Every writer of this package stamps at a Unix-epoch magnitude (19 digits); a camera whose frames are
+    not files named by stamp (a LeRobot video) is not judged. The detail names the first pair that sorts
+    the wrong way."""
+    bad, first, judged = set(), None, 0
+    for ep in ctx.episodes:
+        cams = ctx.cameras(ep)
+        if not isinstance(cams, dict):
+            continue  # cameras_present names an unreadable camera
+        for name, cam in cams.items():
+            if not hasattr(cam, "frame_names"):
+                continue
+            try:
+                names = np.asarray(cam.frame_names(), dtype=str)
+            except CameraError as e:
+                bad.add(ep)
+                first = first or str(e)
+                continue
+            judged += 1
+            wrong = np.flatnonzero(names[:-1] > names[1:])
+            if wrong.size:
+                bad.add(ep)
+                i = int(wrong[0])
+                first = first or (f"episode {ep} camera {name}: {names[i + 1]} sorts before {names[i]}, which is "
+                                  f"earlier ({wrong.size} such pairs)")
+    if not judged:
+        return Outcome(True, "no camera of frame files named by stamp", skipped=True, applicable=False)
+    return Outcome(not bad, f"{judged} cameras' frame names sort in time order (as openarm_dataset reads them)"
+                   + (f"; {first}" if first else ""), sorted(bad))
+
+
 FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("metadata", check_metadata),
     ("episode_folders", check_episode_folders),
@@ -467,5 +503,6 @@ FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("jpeg_frames", check_jpeg_frames),
     ("camera_rate", check_camera_rate),
     ("camera_span", check_camera_span),
+    ("frame_name_order", check_frame_name_order),
     ("camera_coverage", check_camera_coverage),
 ]
