@@ -231,3 +231,21 @@ def test_fingers_held_by_a_contact_are_not_an_inverted_joint(tmp_path):
     assert held.status == "pass" and "1 joint(s) following their command in neither direction" in held.detail, held.detail
     inverted = _rows(tmp_path / "inverted", checks=["action_follows_obs"])["action_follows_obs"]
     assert inverted.failed and "right joint 1 moves against its command" in inverted.detail, inverted.detail
+
+
+@pytest.mark.parametrize("hz, lag", [(2.5, 0.1), (3.0, 0.02)])
+def test_periodic_motion_followed_late_is_not_an_inverted_joint(hz, lag, tmp_path):
+    """A joint moving as a sine followed 0.02-0.1 s late correlates with its command as strongly at half a
+    period away, with the opposite sign: judged at the lobe nearest lag 0, it follows (the strongest lobe
+    alone judged it "against its command" at -0.5 s). The same joint read with the opposite sign still fails."""
+    ts = (np.arange(0, 8, 0.004) * 1e9).astype(np.int64) + 10**18
+    s = (ts - ts[0]) / 1e9
+    cmd, obs = np.zeros((len(ts), 8)), np.zeros((len(ts), 8))
+    cmd[:, 0] = 0.5 * np.sin(2 * np.pi * hz * s)
+    obs[:, 0] = 0.5 * np.sin(2 * np.pi * hz * (s - lag))
+    for name, o in (("late", obs), ("inverted", -obs)):
+        record_arms(tmp_path / name, ts, {"right": o}, {"right": cmd})
+    late = _rows(tmp_path / "late", checks=["action_follows_obs"])["action_follows_obs"]
+    assert late.status == "pass" and f"lag {lag:+.2f}..{lag:+.2f} s" in late.detail, late.detail
+    inverted = _rows(tmp_path / "inverted", checks=["action_follows_obs"])["action_follows_obs"]
+    assert inverted.failed and "right joint 1 moves against its command" in inverted.detail, inverted.detail

@@ -168,6 +168,29 @@ def lagged_correlations(obs: np.ndarray, act: np.ndarray, max_lag: int) -> np.nd
     return out
 
 
+#: lobes of a joint's lagged correlation within this share of the strongest are equally strong (periodic motion)
+LOBE_SHARE = 0.9
+
+
+def judged_lag(own: np.ndarray, max_lag: int) -> int:
+    """Index into ``own`` (a joint's correlation with its command at lags -max_lag..max_lag) of the lag it is
+    judged at: the strongest correlation or, where motion repeats within the lag window (several lobes
+    within :data:`LOBE_SHARE` of it, a sine's alternating with the half period), the peak of the lobe
+    nearest lag 0 (of two as near, the positive one), since an obs follows its command with a short lag.
+    For a pure sine an inverted joint and one half a period late are the same signal; this prior tells
+    them apart. The strongest alone would judge a 2.5 Hz motion followed 0.1 s late at its -1.0 lobe of
+    -0.5 s: "against its command"."""
+    mag = np.abs(own)
+    strong = np.flatnonzero(mag >= LOBE_SHARE * mag.max())
+    k = int(strong[np.argmin(2 * np.abs(strong - max_lag) + (strong < max_lag))])  # a tie: the obs lags
+    sign = 1.0 if own[k] >= 0 else -1.0
+    while k > 0 and sign * own[k - 1] > sign * own[k]:  # up to the peak of the lobe
+        k -= 1
+    while k < len(own) - 1 and sign * own[k + 1] > sign * own[k]:
+        k += 1
+    return k
+
+
 def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
     """(failures, figures) of one episode (figures: range ratios, own-command correlations, margins over
     the best other column, lags in s), None when there is nothing to compare (no obs/action arm qpos
@@ -209,7 +232,7 @@ def follow_findings(ctx: Context, ep: str) -> tuple[list[str], dict] | None:
                          f"(ratio {ratio:.3g}; a unit change, or another arm's stream)")
             continue
         own = corr[:, i, i]
-        k = int(np.argmax(np.abs(own)))
+        k = judged_lag(own, max_lag)
         figures["lags"].append((k - max_lag) / FOLLOW_HZ)
         figures["own"].append(float(own[k]))
         if own[k] <= -t.follow_min_corr:
@@ -233,14 +256,16 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
     """Each moving obs joint follows its own commanded joint in the action stream: for every joint whose
     obs or command moves more than `follow_motion` (0.05 rad by default), the obs range is within a
     factor `follow_scale_tolerance` (3 by default) of the command's, it does not correlate with its own
-    command at `-follow_min_corr` (-0.3 by default) or below at the best lag within
+    command at `-follow_min_corr` (-0.3 by default) or below at its lag within
     `follow_max_lag_seconds` (0.5 s by default: an inverted joint), and no other commanded column of either
     arm matches it better by more than `follow_margin` (0.1 by default). A joint whose best correlation is
     weakly negative follows its command in neither direction measurably (fingers held closed by a contact
     while the command opens them): counted, not judged.
 
     Both arms' obs and action `qpos` are resampled onto one 50 Hz grid over their common span and their
-    increments are cross-correlated (obs lagging its command is a positive lag). A joint that moves under
+    increments are cross-correlated (obs lagging its command is a positive lag). A joint is judged at
+    its strongest lag or, for motion that repeats within the window (lobes within 90% of the strongest),
+    at the lobe nearest lag 0, of two as near the positive one. A joint that moves under
     a held command (one moving at most `follow_motion`) was knocked by the other arm or a cube and
     springs back: it passes unless its obs stays more than `follow_motion` from its median for
     `follow_held_seconds` (1 s by default) or more in all; the detail counts such joints. Episodes whose
