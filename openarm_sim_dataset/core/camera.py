@@ -129,12 +129,13 @@ def decode_jpeg_chw(data: bytes, path: str | os.PathLike = "<bytes>") -> np.ndar
 
 
 @lru_cache(maxsize=256)
-def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(timestamps, offsets, sizes) of a camera tar, sorted by timestamp. Cached per file version."""
-    fast = ustar_index(path)
+def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(timestamps, offsets, sizes) of a camera tar, sorted by timestamp, and whether every member is named
+    ``layout.frame_name(timestamp)``. Cached per file version."""
+    fast = _ustar_scan(path)
     if fast is not None:
-        return _sorted_unique(path, *fast)
-    stamps, offsets, sizes = [], [], []
+        return (*_sorted_unique(path, *fast[:3]), fast[3])
+    stamps, offsets, sizes, canonical = [], [], [], True
     try:
         with tarfile.open(path, mode="r:") as tf:
             for m in tf:
@@ -146,11 +147,13 @@ def _tar_index(path: str, _mtime_ns: int, _size: int, _ino: int) -> tuple[np.nda
                 stamps.append(ts)
                 offsets.append(m.offset_data)
                 sizes.append(m.size)
+                canonical = canonical and m.name == layout.frame_name(ts)
     except tarfile.TarError as e:
         raise CameraError(path, f"unreadable tar archive ({e})") from None
     except OSError as e:
         raise CameraError(path, f"cannot read ({e.strerror})") from None
-    return _sorted_unique(path, np.array(stamps, dtype=np.int64), np.array(offsets, dtype=np.int64), np.array(sizes, dtype=np.int64))
+    return (*_sorted_unique(path, np.array(stamps, dtype=np.int64), np.array(offsets, dtype=np.int64),
+                            np.array(sizes, dtype=np.int64)), canonical)
 
 
 _ZERO_BLOCK = bytes(512)
@@ -162,7 +165,13 @@ def ustar_index(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     dominated ``dataset-info`` on tar cameras. None for anything else (an extended header, a long name,
     another member type, a bad checksum, a truncated archive): :mod:`tarfile` then reads it, with its
     errors."""
-    stamps, offsets, sizes = [], [], []
+    scan = _ustar_scan(path)
+    return None if scan is None else scan[:3]
+
+
+def _ustar_scan(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+    """:func:`ustar_index` and whether every member is named ``layout.frame_name(timestamp)``."""
+    stamps, offsets, sizes, canonical = [], [], [], True
     try:
         with open(path, "rb", buffering=0) as f:
             end = os.fstat(f.fileno()).st_size
@@ -192,9 +201,11 @@ def ustar_index(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
                     name = hdr[345:500].split(b"\0", 1)[0] + b"/" + name
                 name = pax.pop(b"path", name)
                 pax = {}
-                ts = layout.parse_frame_name(name.decode("utf-8", "surrogateescape"))
+                text = name.decode("utf-8", "surrogateescape")
+                ts = layout.parse_frame_name(text)
                 if ts is None or pos + 512 + size > end:
                     return None
+                canonical = canonical and text == layout.frame_name(ts)
                 stamps.append(ts)
                 offsets.append(pos + 512)
                 sizes.append(size)
@@ -204,7 +215,8 @@ def ustar_index(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
                     return None
     except (OSError, ValueError):
         return None
-    return np.array(stamps, dtype=np.int64), np.array(offsets, dtype=np.int64), np.array(sizes, dtype=np.int64)
+    return (np.array(stamps, dtype=np.int64), np.array(offsets, dtype=np.int64), np.array(sizes, dtype=np.int64),
+            canonical)
 
 
 def _pax_records(data: bytes) -> dict[bytes, bytes] | None:
@@ -295,7 +307,8 @@ class Camera(FrameSequence):
             self.format = "tar"
             self.path = tar
             st = tar.stat()
-            self.timestamps, self._offsets, self._sizes = _tar_index(str(tar), st.st_mtime_ns, st.st_size, st.st_ino)
+            self.timestamps, self._offsets, self._sizes, self._canonical = _tar_index(str(tar), st.st_mtime_ns,
+                                                                                      st.st_size, st.st_ino)
             self._names = None
         else:
             raise CameraError(folder, f"camera {name!r} has neither a folder nor {tar.name}")
@@ -384,6 +397,8 @@ class Camera(FrameSequence):
         """The frame files' names (a tar's member names), in time order."""
         if self.format == "dir":
             return list(self._names)
+        if self._canonical:  # known from the index: no second read of the headers
+            return [layout.frame_name(ts) for ts in self.timestamps.tolist()]
         try:
             with tarfile.open(self.path, mode="r:") as tf:
                 names = tf.getnames()
