@@ -8,7 +8,6 @@ concerns one. The check reference of the documentation lists these rows (tools/d
 from __future__ import annotations
 
 import io
-
 import shutil
 from pathlib import Path
 
