@@ -95,12 +95,12 @@ def test_a_wrist_cameras_motion_is_its_hands_turn_not_its_joint_angles_summed(tm
     ds = Dataset(record_arms(tmp_path / "ds", ts, arms, arms))
     ctx = Context(ds, ds.episode_ids)
     frames = ts[[0, 125, 249]]  # out, then back
-    out_back = cameras.wrist_view_motion(ctx, "0", "wrist_right", frames)
-    across = cameras.wrist_view_motion(ctx, "0", "wrist_right", frames, step=2)
+    hand = cameras.wrist_hand_poses(ctx, "0", "wrist_right", frames)
+    out_back, across = cameras.hand_motion(hand), cameras.hand_motion(hand, step=2)
     assert out_back[0] > 0.1 and out_back[1] > 0.1 and across[0] < 0.01, (out_back, across)
-    still = cameras.wrist_view_motion(ctx, "0", "wrist_left", frames)
+    still = cameras.hand_motion(cameras.wrist_hand_poses(ctx, "0", "wrist_left", frames))
     assert np.all(still < 1e-6), still
-    assert cameras.wrist_view_motion(ctx, "0", "head", frames) is None
+    assert cameras.wrist_hand_poses(ctx, "0", "head", frames) is None
 
 
 def test_joint_timing_counts_a_wrist_cameras_own_gripper():
@@ -253,9 +253,9 @@ def test_continuity_measures_a_wrist_cameras_motion_by_its_hands_turn(tmp_path):
             "--initial-states", tmp_path / "states", "--out", tmp_path / "rollouts", "--quiet")
     ds = Dataset(tmp_path / "rollouts")
     ctx = Context(ds, ds.episode_ids)
-    turn = cameras.wrist_view_motion(ctx, ds.episode_ids[0], "wrist_right", cameras.scan(ctx)[
+    hand = cameras.wrist_hand_poses(ctx, ds.episode_ids[0], "wrist_right", cameras.scan(ctx)[
         (ds.episode_ids[0], "wrist_right")].timestamps)
-    assert turn is not None and len(turn) > 10
+    assert hand is not None and len(cameras.hand_motion(hand)) > 10
     row = _row(tmp_path / "rollouts", "camera_continuity")
     assert row.passed and not row.skipped, row.detail
 

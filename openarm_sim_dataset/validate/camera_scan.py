@@ -229,10 +229,3 @@ def hand_motion(poses: tuple, step: int = 1) -> np.ndarray:
     turn = 2 * np.arccos(np.clip(dot, 0.0, 1.0))
     shift = np.linalg.norm(pos[step:] - pos[:-step], axis=1) / WRIST_VIEW_DEPTH_M
     return turn + shift + np.abs(grip[step:] - grip[:-step])
-
-
-def wrist_view_motion(ctx: Context, ep: str, camera: str, ts: np.ndarray, step: int = 1) -> np.ndarray | None:
-    """:func:`hand_motion` of a wrist camera between its stamps ``ts`` k and k + ``step`` (None where
-    :func:`wrist_hand_poses` is)."""
-    poses = wrist_hand_poses(ctx, ep, camera, ts)
-    return None if poses is None else hand_motion(poses, step)

@@ -83,7 +83,6 @@ from .camera_scan import (  # the measures; CameraScan and thumbnail also import
     thumbnail,  # noqa: F401
     visible_qpos,
     wrist_hand_poses,
-    wrist_view_motion,  # noqa: F401 - importable from here, as the other measures
 )
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
 from .timing import exact_timing
