@@ -40,8 +40,8 @@ def run_one(policy: Path, seed: int, episodes: int, workers: int, work: Path, ag
     if verdict.exists() and not again:
         return json.loads(verdict.read_text())
     t0 = time.perf_counter()
-    # the checkpoint as the repository names it (baselines/<name>.pt, from the checkout): a rollout folder
-    # resumes only under the same evaluation.policy, which records the path as given
+    # the checkpoint as the repository names it (baselines/<name>.pt, from the checkout), so that every
+    # rollout folder records the same evaluation.policy wherever the tool is run from
     spec = os.path.relpath(policy, REPO) if policy.is_relative_to(REPO) else str(policy)
     r = subprocess.run([str(BIN / "dataset-evaluate"), "--policy", spec, "--episodes", str(episodes), "--seed",
                         str(seed), "--workers", str(workers), "--out", str(out.resolve()), "--quiet", "--json"],
