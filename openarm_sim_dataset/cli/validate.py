@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
             print(line, file=sys.stderr)
         if args.json:
-            doc = {"dataset": str(ds.root), "valid": not failed, "checks": rows.counts, "strict": args.strict,
+            doc = {"dataset": str(ds.root), "valid": not failed, "checks": rows.counts,
+                   "judged": rows.judged_summary(), "strict": args.strict,
                    "rows": [r.to_dict() for r in rows], "episodes": flags}
             if record is not None:
                 doc["sample"] = record
@@ -229,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 for line in rows.sample.lines():
                     print(line)
             n_bad = sum(not v for v in flags.values())
+            print(f"judged: {rows.judged_summary()}")
             print(f"{ds.root}: {'valid' if not failed else 'INVALID'} ({rows.summary()}, "
                   f"{len(flags) - n_bad}/{len(flags)} episodes valid)")
         return EXIT_INVALID if failed else EXIT_OK

@@ -34,7 +34,12 @@ class Outcome:
     ``warn``; under ``strict`` it is a failure naming those episodes.
 
     ``findings``: the findings that happen at a time of an episode (a gap, a jump, a frozen run, a frame
-    out of place), each a :func:`finding` dict; the detail still counts them all."""
+    out of place), each a :func:`finding` dict; the detail still counts them all.
+
+    ``judged``: how much the check looked at, by unit (``{"episodes": 3, "streams": 8, "rows": 1200}``;
+    units are plural nouns: episodes, streams, rows, dimensions, joints, frames, cameras, files, values).
+    A row that passes having judged nothing (every count 0) is turned into a ``skip`` by the runner:
+    no pass without judging. None: the check does not say (its detail does)."""
 
     passed: bool
     detail: str
@@ -43,6 +48,19 @@ class Outcome:
     applicable: bool = True
     warned: list[str] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)
+    judged: dict[str, int] | None = None
+
+
+def nothing_to_judge(reason: str, applicable: bool = False) -> Outcome:
+    """The outcome of a check that found nothing to judge: a ``skip`` saying why (no arm mapped, robot
+    without a profile, no camera readable, no rows). ``applicable``: the check applies to the dataset
+    but could not judge it (a failure under ``--strict``)."""
+    return Outcome(True, reason, skipped=True, applicable=applicable, judged={})
+
+
+def judged_text(judged: dict[str, int] | None) -> str:
+    """``3 episodes, 8 streams, 1,200 rows`` (units with a count of 0 left out; empty: nothing)."""
+    return ", ".join(f"{n:,} {unit}" for unit, n in (judged or {}).items() if n)
 
 
 #: a row keeps at most this many timed findings per episode (the first in time; its detail counts them all)
@@ -78,6 +96,8 @@ class CheckResult:
     warned: list[str] = field(default_factory=list)
     #: timed findings (:func:`finding` dicts), in episode order then time
     findings: list[dict] = field(default_factory=list)
+    #: what the check judged, by unit (:attr:`Outcome.judged`); None where the check does not say
+    judged: dict[str, int] | None = None
 
     @property
     def status(self) -> str:
@@ -133,6 +153,25 @@ class Report(list):
         c = self.counts
         return (f"{c['passed']} passed, {c['warned']} warned, {c['failed']} failed, {c['skipped']} skipped "
                 f"of {len(self)} checks")
+
+    def judged_summary(self, limit: int = 6) -> str:
+        """What the run judged and what it did not, in one line: ``21 checks judged; 9 skipped: no OpenArm
+        arm mapped (joint_limits, qpos_jumps), no camera (camera_frozen, ...)``. Skips are grouped by
+        their reason (the detail up to its first ``;`` or ``(``), the most frequent first."""
+        judged = sum(r.status != "skip" for r in self)
+        skips: dict[str, list[str]] = {}
+        for r in self:
+            if r.status == "skip":
+                reason = r.detail.split(";", 1)[0].split(" (", 1)[0].strip() or "no reason given"
+                skips.setdefault(reason, []).append(r.check)
+        line = f"{judged} checks judged"
+        if skips:
+            ordered = sorted(skips.items(), key=lambda kv: -len(kv[1]))
+            shown = [f"{reason} ({', '.join(names[:3])}{' ...' if len(names) > 3 else ''})"
+                     for reason, names in ordered[:limit]]
+            more = f"; {len(ordered) - limit} other reasons" if len(ordered) > limit else ""
+            line += f"; {sum(map(len, skips.values()))} skipped: {'; '.join(shown)}{more}"
+        return line
 
 
 class Context:

@@ -70,9 +70,14 @@ class RowFold:
     warned: list[str] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)
     error: tuple[str, str] | None = None  # the first group's error (kind, text): the row's outcome
+    judged: dict[str, int] | None = None  # the groups' counts summed (None: no group said)
 
     def add(self, out: Outcome) -> None:
         self.groups += 1
+        if out.judged is not None:
+            self.judged = self.judged or {}
+            for unit, n in out.judged.items():
+                self.judged[unit] = self.judged.get(unit, 0) + int(n)
         self.applicable |= out.applicable
         if out.skipped:
             self.skipped_groups += 1
@@ -105,7 +110,7 @@ class RowFold:
             note = (f"figures of the first group of {group_size} episodes; {self.groups - self.skipped_groups} "
                     f"of {self.groups} groups checked alike")
         return Outcome(self.failing == 0, f"{lead.detail} [{note}]", self.episodes, skipped=skipped,
-                       applicable=self.applicable, warned=self.warned, findings=self.findings)
+                       applicable=self.applicable, warned=self.warned, findings=self.findings, judged=self.judged)
 
 
 def groups_of(ids: list[str], size: int | None = None) -> list[list[str]]:

@@ -93,15 +93,25 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
                 raise
             # the simulation: block is untrusted input: a malformed one fails the check, naming the file
             out = Outcome(False, _block_unusable(ds, block_error_text(e)), list(ids))
+        out = _no_pass_without_judging(out)
         if strict and out.skipped and out.applicable:
-            out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes)
+            out = Outcome(False, f"skipped, a failure under strict: {out.detail}", out.episodes, judged=out.judged)
         if strict and out.warned and not out.skipped:
             out = Outcome(False, f"warning, a failure under strict: {out.detail}", [*out.episodes, *out.warned],
                           findings=[dict(f, level="fail") for f in out.findings])
         rows.append(CheckResult(name, bool(out.passed) and not out.skipped, out.detail,
                                 sorted(set(out.episodes), key=episode_order), out.skipped, out.applicable,
-                                sorted(set(out.warned), key=episode_order), _kept_findings(out.findings)))
+                                sorted(set(out.warned), key=episode_order), _kept_findings(out.findings),
+                                out.judged))
     return rows
+
+
+def _no_pass_without_judging(out: Outcome) -> Outcome:
+    """A row that passes (or warns) having judged nothing, by its own count, is a skip saying so: a
+    verdict with nothing behind it is not a pass. A failure stands (it found something)."""
+    if out.skipped or not out.passed or out.judged is None or any(out.judged.values()):
+        return out
+    return Outcome(True, f"judged nothing: {out.detail}", [], skipped=True, applicable=out.applicable, judged=out.judged)
 
 
 def _kept_findings(findings: list[dict]) -> list[dict]:
