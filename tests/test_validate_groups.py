@@ -87,7 +87,7 @@ def test_the_folded_row_keeps_counts_and_failures_only():
     assert not out.passed and out.episodes == ["7"] and len(out.findings) == 1
     assert out.detail.startswith("bad group [1 of 1001 groups of 50 episodes fail")
     assert vars(fold).keys() == {"groups", "failing", "skipped_groups", "applicable", "first", "first_failing",
-                                 "episodes", "warned", "findings", "error"}
+                                 "episodes", "warned", "findings", "error", "judged"}
 
 
 def test_an_episode_re_encoded_whole_is_found_across_groups(seven, monkeypatch):

@@ -182,7 +182,7 @@ def check_camera_placement(ctx: Context) -> Outcome:
         detail += f"; {unknown} named neither for a wrist nor the head (not judged)"
     if problems:
         detail += f"; {len(problems)} misplaced, first: {problems[0]}"
-    return Outcome(not bad, detail, sorted(bad), findings=found)
+    return Outcome(not bad, detail, sorted(bad), findings=found, judged={"episode_cameras": judged})
 
 
 def _alone(moving: dict[str, np.ndarray], arm: str) -> np.ndarray:

@@ -84,7 +84,7 @@ from .camera_scan import (  # the measures; CameraScan and thumbnail also import
     visible_qpos,
     wrist_hand_poses,
 )
-from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, Outcome, finding, no_camera_reason, nothing_to_judge
 from .timing import exact_timing
 
 
@@ -205,7 +205,7 @@ def check_camera_frozen(ctx: Context) -> Outcome:
     (its first to its last frame)."""
     scans = scan(ctx)
     if not scans:
-        return Outcome(True, "no cameras", skipped=True, applicable=False)
+        return nothing_to_judge(no_camera_reason(ctx, "with frames"))
     t = ctx.t
     limit_ns = t.frozen_seconds * 1e9
     bad, findings, longest, still_runs, pairs, by_view, still_view, found = set(), [], 0.0, 0, 0, 0, 0.0, []
@@ -261,7 +261,8 @@ def check_camera_frozen(ctx: Context) -> Outcome:
               + (f"; {drifting} longer run(s) whose pictures drifted from their first by up to {largest_drift:.2f} "
                  f"grey levels, step by step below the floor, as their view did (not flagged)" if drifting else "")
               + (f"; {len(findings)} frozen, first: {findings[0]}" if findings else ""))
-    return Outcome(not bad, detail, sorted(bad), findings=found)
+    judged = {"episode_cameras": sum(len(sc.timestamps) >= 2 for sc in scans.values()), "frame_pairs": pairs}
+    return Outcome(not bad, detail, sorted(bad), findings=found, judged=judged)
 
 
 # ------------------------------------------------------------------ continuity of the frames
@@ -398,7 +399,7 @@ def check_camera_continuity(ctx: Context) -> Outcome:
                               f"nearer neighbour, x{score[k - 1]:.1f} what it may be", f"camera {name}")
                       for k in odd[:MAX_FINDINGS_PER_EPISODE].tolist()]
     if judged == 0:
-        return Outcome(True, "no camera with three or more decodable frames", skipped=True, applicable=False)
+        return nothing_to_judge(no_camera_reason(ctx, "with three or more decodable frames"))
     detail = (f"{judged} frames judged against both neighbours on {THUMB_W}x{THUMB_H} grey thumbnails: largest "
               f"ratio {worst:.2f}" + (f" ({worst_where})" if worst_where else "") + " of a frame more than "
               f"{t.continuity_min_grey:g} grey levels from both (fail: its distance to each neighbour > "
@@ -409,7 +410,7 @@ def check_camera_continuity(ctx: Context) -> Outcome:
                  f"(not flagged)" if excused else ""))
     if findings:
         detail += f"; {len(findings)} camera(s) failed, first: {findings[0]}"
-    return Outcome(not bad, detail, sorted(bad), findings=found)
+    return Outcome(not bad, detail, sorted(bad), findings=found, judged={"frames": judged})
 
 
 def motion_lag(ts: np.ndarray, image_motion: np.ndarray, streams: list, max_lag_s: float, step_s: float,
@@ -532,7 +533,10 @@ def check_camera_joint_timing(ctx: Context) -> Outcome:
         detail += f"; {len(findings)} failed, first: {findings[0]}"
     if warned - bad:
         detail += f"; {len(warned - bad)} warned, first: {warn_first}"
-    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad))
+    if not measured and not bad:
+        # every camera too still or too uncorrelated to measure: no lag was judged, so no pass
+        return nothing_to_judge(f"no camera's lag measurable: {detail}")
+    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad), judged={"episode_cameras": measured})
 
 
 #: Checks of camera content for every dataset (not run by ``--quick``).

@@ -58,6 +58,17 @@ def nothing_to_judge(reason: str, applicable: bool = False) -> Outcome:
     return Outcome(True, reason, skipped=True, applicable=applicable, judged={})
 
 
+def no_camera_reason(ctx: Context, what: str) -> str:
+    """Why no camera was judged: none declared; declared but unreadable in every episode (the first
+    error); or none ``what`` (e.g. ``with two or more frames``)."""
+    if not ctx.ds.camera_names:
+        return "no camera declared"
+    errors = [c for ep in ctx.episodes if isinstance(c := ctx.cameras(ep), str)]
+    if ctx.episodes and len(errors) == len(ctx.episodes):
+        return f"no camera readable ({len(ctx.ds.camera_names)} declared; {errors[0]})"
+    return f"no camera {what}"
+
+
 def judged_text(judged: dict[str, int] | None) -> str:
     """``3 episodes, 8 streams, 1,200 rows`` (units with a count of 0 left out; empty: nothing)."""
     return ", ".join(f"{n:,} {unit}" for unit, n in (judged or {}).items() if n)

@@ -24,7 +24,7 @@ from PIL import Image, JpegImagePlugin, UnidentifiedImageError
 
 from openarm_sim_dataset.core.errors import DatasetError
 
-from .check import CheckFn, Context, EpisodeCheck, Outcome
+from .check import CheckFn, Context, EpisodeCheck, Outcome, no_camera_reason, nothing_to_judge
 
 #: IJG's standard luminance table (quality 50), row by row (the order PIL reports tables in)
 _STD_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
@@ -112,7 +112,7 @@ def _reduce_encodings(ctx: Context, _prep, parts: dict) -> Outcome:
                 c[sig] += count
                 frames_of[name] = frames_of.get(name, 0) + count
     if not totals:
-        return Outcome(True, "no readable JPEG frames", skipped=True, applicable=False)
+        return nothing_to_judge(no_camera_reason(ctx, "JPEG frame with readable headers"))
     bad, warned, findings, notes = set(), set(), [], []
     common_of = {name: c.most_common(1)[0][0] for name, c in totals.items()}
     for name, c in totals.items():
@@ -135,7 +135,8 @@ def _reduce_encodings(ctx: Context, _prep, parts: dict) -> Outcome:
         detail += f"; {len(findings)} episode(s) failed, first: {findings[0]}"
     if notes:
         detail += f"; warned: {notes[0]}"
-    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad))
+    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad),
+                   judged={"cameras": len(totals), "frames": sum(frames_of.values())})
 
 
 check_jpeg_encoding = EpisodeCheck(_episode_encodings, _reduce_encodings)

@@ -15,7 +15,7 @@ from openarm_sim_dataset.core.atomic import TMP_PREFIX
 from openarm_sim_dataset.core.errors import CameraError
 
 from .camera_scan import scan
-from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding, no_camera_reason, nothing_to_judge
 from .integrity import check_integrity
 from .summary_json import check_episode_summary
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
@@ -50,7 +50,8 @@ def check_metadata(ctx: Context) -> Outcome:
     detail = f"version {meta.layout}, {meta.num_episodes} episodes, {len(meta.tasks)} tasks, {len(meta.cameras)} cameras"
     if unrecorded:
         detail += f"; not recorded (no stream, no frequency): {', '.join(unrecorded)}"
-    return Outcome(not problems, detail + ("; " + "; ".join(problems) if problems else ""), [])
+    return Outcome(not problems, detail + ("; " + "; ".join(problems) if problems else ""), [],
+                   judged={"episodes": meta.num_episodes, "tasks": len(meta.tasks), "cameras": len(meta.cameras)})
 
 
 def _stored_anywhere(ctx: Context, kind: str, embodiment: str, component: str | None) -> bool:
@@ -81,7 +82,7 @@ def check_episode_folders(ctx: Context) -> Outcome:
         parts.append(f"leftovers of uncommitted writes: {', '.join(leftovers)}")
     ok = not parts
     return Outcome(ok, f"{len(listed)} listed, {len(present)} folders" + ("; " + "; ".join(parts) if parts else ""),
-                   [e for e in missing if e in ctx.episodes])
+                   [e for e in missing if e in ctx.episodes], judged={"episodes": len(listed), "folders": len(present)})
 
 
 def _parquet_files(ctx: Context, ep: str) -> list:
@@ -121,7 +122,7 @@ def check_parquet_schema(ctx: Context) -> Outcome:
                 problems.append(s)
                 bad.add(ep)
     detail = f"{files} parquet files" + (f"; {len(problems)} problems, first: {problems[0]}" if problems else "")
-    return Outcome(not bad, detail, sorted(bad))
+    return Outcome(not bad, detail, sorted(bad), judged={"files": files})
 
 
 def _each_stream(ctx: Context):
@@ -150,7 +151,10 @@ def check_nulls(ctx: Context) -> Outcome:
             line = f"{_relative(ctx, s.path)}: includes null values"
             if line not in ctx.file_lines:
                 ctx.file_lines.append(line)
-    return Outcome(not bad, f"{values} values read (not trusting parquet statistics)" + (f"; {first}" if first else ""), sorted(bad))
+    if not values and not bad:
+        return nothing_to_judge("no obs or action values to read", applicable=True)
+    return Outcome(not bad, f"{values} values read (not trusting parquet statistics)" + (f"; {first}" if first else ""),
+                   sorted(bad), judged={"values": values})
 
 
 def _relative(ctx: Context, path) -> str:
@@ -298,8 +302,9 @@ def check_pose_quaternions(ctx: Context) -> Outcome:
         if err > ctx.t.quat_norm_tolerance:
             bad.add(ep)
     if n == 0:
-        return Outcome(True, "no pose streams", skipped=True, applicable=False)
-    return Outcome(not bad, f"{n} quaternions, largest | |q|-1 | {worst:.2g} (limit {ctx.t.quat_norm_tolerance})", sorted(bad))
+        return nothing_to_judge("no pose streams")
+    return Outcome(not bad, f"{n} quaternions, largest | |q|-1 | {worst:.2g} (limit {ctx.t.quat_norm_tolerance})", sorted(bad),
+                   judged={"quaternions": n})
 
 
 def check_episode_length(ctx: Context) -> Outcome:
@@ -332,7 +337,9 @@ def check_episode_length(ctx: Context) -> Outcome:
                    f"{', '.join(unrecorded[:5])}" + (" ..." if len(unrecorded) > 5 else ""))
     if bad:
         detail += f"; too short: {', '.join(bad[:5])}"
-    return Outcome(not bad, detail, bad)
+    if shortest is None and not unrecorded:
+        return nothing_to_judge("no episode with readable streams", applicable=True)
+    return Outcome(not bad, detail, bad, judged={"episodes": len(ctx.episodes) - len(unrecorded)})
 
 
 def check_cameras_present(ctx: Context) -> Outcome:
@@ -352,7 +359,10 @@ def check_cameras_present(ctx: Context) -> Outcome:
             if cam.num_frames == 0:
                 bad.add(ep)
                 problems.append(f"episode {ep} camera {name}: no frames")
-    return Outcome(not bad, f"{len(ctx.ds.camera_names)} cameras, {frames} frames" + (f"; {problems[0]}" if problems else ""), sorted(bad))
+    if not ctx.ds.camera_names:
+        return nothing_to_judge("no camera declared")
+    return Outcome(not bad, f"{len(ctx.ds.camera_names)} cameras, {frames} frames" + (f"; {problems[0]}" if problems else ""),
+                   sorted(bad), judged={"cameras": len(ctx.ds.camera_names), "frames": frames})
 
 
 def _episode_frames(ctx: Context, ep: str, _prep) -> dict:
@@ -404,9 +414,11 @@ def _reduce_frames(ctx: Context, _prep, parts: dict) -> Outcome:
                 if shp != common:
                     bad |= eps
                     problems.append(f"camera {name}: frames of {shp[1]}x{shp[0]} besides {common[1]}x{common[0]}")
+    if frames == 0:
+        return nothing_to_judge(no_camera_reason(ctx, "frame to decode"))
     return Outcome(not bad, f"{frames} frames decoded, sizes as equipment.perceptions.cameras declares them"
                    + (f"; {len(problems)} bad, first: {problems[0]}" if problems else ""),
-                   sorted(bad), findings=found)
+                   sorted(bad), findings=found, judged={"frames": frames})
 
 
 check_jpeg_frames = EpisodeCheck(_episode_frames, _reduce_frames)
@@ -433,7 +445,7 @@ def check_camera_span(ctx: Context) -> Outcome:
     of those streams.
 
     A camera that starts late or stops early inside that span is `camera_coverage`'s concern."""
-    bad, first = set(), None
+    bad, first, judged = set(), None, 0
     for ep in ctx.episodes:
         cams = ctx.cameras(ep)
         spans = []
@@ -446,10 +458,14 @@ def check_camera_span(ctx: Context) -> Outcome:
             continue
         lo, hi = layout.camera_window(spans)
         for name, cam in cams.items():
+            judged += bool(cam.num_frames)
             if cam.num_frames and (cam.timestamps[0] < lo or cam.timestamps[-1] > hi):
                 bad.add(ep)
                 first = first or f"episode {ep} camera {name}: frames outside the state streams' span"
-    return Outcome(not bad, "camera stamps inside the obs/action span (+- one state period)" + (f"; {first}" if first else ""), sorted(bad))
+    if not judged:
+        return nothing_to_judge(no_camera_reason(ctx, "frames and state streams to compare"))
+    return Outcome(not bad, f"{judged} episode-cameras' stamps inside the obs/action span (+- one state period)"
+                   + (f"; {first}" if first else ""), sorted(bad), judged={"episode_cameras": judged})
 
 
 def check_frame_name_order(ctx: Context) -> Outcome:
@@ -481,10 +497,10 @@ def check_frame_name_order(ctx: Context) -> Outcome:
                 i = int(wrong[0])
                 first = first or (f"episode {ep} camera {name}: {names[i + 1]} sorts before {names[i]}, which is "
                                   f"earlier ({wrong.size} such pairs)")
-    if not judged:
-        return Outcome(True, "no camera of frame files named by stamp", skipped=True, applicable=False)
+    if not judged and not bad:
+        return nothing_to_judge("no camera of frame files named by stamp")
     return Outcome(not bad, f"{judged} cameras' frame names sort in time order (as openarm_dataset reads them)"
-                   + (f"; {first}" if first else ""), sorted(bad))
+                   + (f"; {first}" if first else ""), sorted(bad), judged={"episode_cameras": judged})
 
 
 FORM_CHECKS: list[tuple[str, CheckFn]] = [

@@ -40,7 +40,7 @@ def check_integrity(ctx: Context) -> Outcome:
             have.append((ep, ep_dir, entries))
     if not have and not problems:
         return Outcome(True, f"no {layout.MANIFEST_FILE} in any episode (written by another tool): nothing to verify "
-                             "against", skipped=True)
+                             "against", skipped=True, judged={})
     t0 = time.perf_counter()
     results = manifest.verify_many(have)
     seconds = time.perf_counter() - t0
@@ -57,4 +57,4 @@ def check_integrity(ctx: Context) -> Outcome:
               f"({mb / seconds if seconds > 0 else 0:.0f} MB/s)")
     if problems:
         detail += f"; {len(problems)} episode(s) differ, first: {problems[0]}"
-    return Outcome(not bad, detail, sorted(bad))
+    return Outcome(not bad, detail, sorted(bad), judged={"episodes": len(results) + len(without), "files": files})

@@ -38,7 +38,7 @@ import numpy as np
 
 from openarm_sim_dataset.core import layout
 
-from .check import CheckFn, Context, EpisodeCheck, Outcome
+from .check import CheckFn, Context, EpisodeCheck, Outcome, nothing_to_judge
 from .timing import is_simulated
 
 #: rate of the common grid of action_follows_obs (Hz): fast enough for a 0.1 s lag, cheap
@@ -128,7 +128,7 @@ def check_qvel_consistency(ctx: Context) -> Outcome:
                 warned.add(ep)
                 warn_first = warn_first or f"{where}: does not follow the motion of qpos ({figures})"
     if streams == 0:
-        return Outcome(True, "no obs arm stream with both qpos and qvel that moves", skipped=True, applicable=False)
+        return nothing_to_judge("no obs arm stream with both qpos and qvel that moves")
     detail = (f"{streams} streams: integral of qvel vs qpos displacement over {t.qvel_window_seconds:g} s windows "
               f"moving > {t.qvel_motion:g} rad: correlation min {min(corrs):.3f}, ratio {min(ratios):.3g}..{max(ratios):.3g} "
               f"(fail: correlation >= {t.qvel_min_corr:g} with a ratio outside 1/{t.qvel_scale_tolerance:g}.."
@@ -137,7 +137,7 @@ def check_qvel_consistency(ctx: Context) -> Outcome:
         detail += f"; {len(findings)} failed, first: {findings[0]}"
     if warned - bad:
         detail += f"; {len(warned - bad)} episode(s) warned, first: {warn_first}"
-    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad))
+    return Outcome(not bad, detail, sorted(bad), warned=sorted(warned - bad), judged={"streams": streams})
 
 
 # ------------------------------------------------------------------ obs following the action
@@ -292,7 +292,7 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
             bad.add(ep)
             first = first or f"episode {ep}: {fails[0]}" + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else "")
     if episodes == 0:
-        return Outcome(True, "no episode with obs and action arm qpos that move", skipped=True, applicable=False)
+        return nothing_to_judge("no episode with obs and action arm qpos that move")
     def fmt(v: list, f: str) -> str:
         return f"{min(v):{f}}..{max(v):{f}}" if v else "n/a"
 
@@ -307,7 +307,7 @@ def check_action_follows_obs(ctx: Context) -> Outcome:
                    f"correlation between -{t.follow_min_corr:g} and 0: held by a contact)")
     if bad:
         detail += f"; {len(bad)} failed, first: {first}"
-    return Outcome(not bad, detail, sorted(bad))
+    return Outcome(not bad, detail, sorted(bad), judged={"episodes": episodes, "joints": len(ratios)})
 
 
 # ------------------------------------------------------------------ duplicate episodes
@@ -366,7 +366,10 @@ def _duplicates_reduce(ctx: Context, _prep, digests: dict) -> Outcome:
     detail = f"{sum(len(g) for g in groups.values())} episodes, {len(groups)} distinct stream contents (SHA-256)"
     if dups:
         detail += "; identical: " + "; ".join(" = ".join(g) for g in dups[:5])
-    return Outcome(not bad, detail, bad)
+    compared = sum(len(g) for g in groups.values())
+    if compared < 2 and not bad:
+        return nothing_to_judge(f"{compared} episode with readable streams: nothing to compare")
+    return Outcome(not bad, detail, bad, judged={"episodes": compared})
 
 
 #: one digest per episode, compared over the whole dataset (also when it is validated in groups)

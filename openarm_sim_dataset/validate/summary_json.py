@@ -64,7 +64,9 @@ def check_episode_summary(ctx: Context) -> Outcome:
         detail += f"; {other} of another summary version, not compared"
     if problems:
         detail += f"; {len(problems)} differ, first: {problems[0]}"
-    return Outcome(not bad, detail, bad)
+    if compared + len(bad) == 0:
+        return Outcome(True, f"no {layout.SUMMARY_FILE} to compare: {detail}", skipped=True, applicable=False, judged={})
+    return Outcome(not bad, detail, bad, judged={"episodes": compared + len(bad)})
 
 
 def _other_version(path) -> bool:

@@ -31,7 +31,7 @@ import numpy as np
 
 from openarm_sim_dataset.core import layout, sidecar
 
-from .check import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding
+from .check import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding, no_camera_reason, nothing_to_judge
 
 OK, WARN, FAIL = 0, 1, 2
 
@@ -124,9 +124,13 @@ class Tally:
         self.n = self.gaps = self.dropped = self.n_fail = self.n_warn = 0
         self.worst_fraction = self.worst_gap = 0.0
         self.findings: list[dict] = []
+        self.episodes: set[str] = set()
+        self.samples = 0
 
-    def add(self, ep: str, where: str, tm: Timing) -> None:
+    def add(self, ep: str, where: str, tm: Timing, samples: int = 0) -> None:
         self.n += 1
+        self.episodes.add(ep)
+        self.samples += samples
         self.gaps += tm.gaps
         self.dropped += tm.dropped
         self.worst_fraction = max(self.worst_fraction, tm.fraction)
@@ -144,6 +148,10 @@ class Tally:
             level, place = "fail" if tm.level == FAIL else "warn", where.removeprefix(f"episode {ep} ")
             self.findings += [finding(ep, t0, what, place, t1, level) for t0, t1, what in tm.marks]
 
+    def judged(self, unit: str, samples: str) -> dict[str, int]:
+        """What the tally judged: episodes, ``unit`` (streams, cameras) and ``samples`` (rows, frames)."""
+        return {"episodes": len(self.episodes), unit: self.n, samples: self.samples}
+
     def outcome(self, head: str) -> Outcome:
         detail = (f"{head}, {self.gaps} dropped-sample gaps ({self.dropped} samples; worst fraction "
                   f"{self.worst_fraction:.3f}, longest gap {self.worst_gap * 1e3:.1f} ms)")
@@ -152,7 +160,7 @@ class Tally:
         if self.n_warn:
             detail += f"; {self.n_warn} warned (usable), first: {self.warn_first}"
         return Outcome(not self.failed, detail, sorted(self.failed), warned=sorted(self.warned - self.failed),
-                       findings=self.findings)
+                       findings=self.findings, judged=self.judged("streams", "rows"))
 
 
 def _streams(ctx: Context):
@@ -187,8 +195,11 @@ def check_timestamps(ctx: Context) -> Outcome:
     for ep, kind, key, s in _streams(ctx):
         emb, _, comp = key.rsplit("/", 1)[0].partition("/")
         tm = judge(s.timestamps, meta.frequency(kind, emb, comp or None), ctx, exact_timing(ctx, ep))
-        tally.add(ep, f"episode {ep} {kind} {key}", tm)
-    return tally.outcome(f"{tally.n} streams")
+        tally.add(ep, f"episode {ep} {kind} {key}", tm, len(s.timestamps))
+    if tally.samples == 0:
+        return nothing_to_judge("no obs or action stream with samples" if tally.n else "no obs or action stream",
+                                applicable=True)
+    return tally.outcome(f"{tally.n} streams, {tally.samples:,} stamps")
 
 
 def check_camera_rate(ctx: Context) -> Outcome:
@@ -214,12 +225,16 @@ def check_camera_rate(ctx: Context) -> Outcome:
                 continue
             hz = meta.frequency("cameras", meta.stored_camera_name(name))
             undeclared += hz is None
-            tally.add(ep, f"episode {ep} camera {name}", judge(cam.timestamps, hz, ctx, exact_timing(ctx, ep), "frames"))
+            tally.add(ep, f"episode {ep} camera {name}", judge(cam.timestamps, hz, ctx, exact_timing(ctx, ep), "frames"),
+                      len(cam.timestamps))
     if tally.n == 0:
-        return Outcome(True, "no camera with two or more frames", skipped=True, applicable=False)
+        return nothing_to_judge(no_camera_reason(ctx, "with two or more frames"))
     head = f"{tally.n} episode-cameras" + (f" ({undeclared} without a declared rate: gaps against the median)"
                                            if undeclared else "")
-    return tally.outcome(head)
+    out = tally.outcome(head)
+    out.judged = tally.judged("episode_cameras", "frames")
+    return out
+
 
 
 def coverage(cam_stamps: np.ndarray, lo: int, hi: int, period: float, ctx: Context, exact: bool) -> Timing:
@@ -294,9 +309,9 @@ def check_camera_coverage(ctx: Context) -> Outcome:
             edge = max(max(float(ts[0]) - lo, 0.0), max(hi - float(ts[-1]), 0.0)) / period
             if edge > worst:
                 worst, worst_where = edge, f"episode {ep} camera {name}"
-            tally.add(ep, f"episode {ep} camera {name}", tm)
+            tally.add(ep, f"episode {ep} camera {name}", tm, len(ts))
     if tally.n == 0:
-        return Outcome(True, "no camera frames and state streams to compare", skipped=True, applicable=False)
+        return nothing_to_judge(no_camera_reason(ctx, "frames and state streams to compare"))
     detail = (f"{tally.n} episode-cameras: first and last frame within {ctx.t.coverage_periods:g} camera periods of "
               f"the state streams' common span (widest edge {worst:.2f} periods"
               + (f", {worst_where}" if worst_where else "") + ")")
@@ -305,4 +320,4 @@ def check_camera_coverage(ctx: Context) -> Outcome:
     if tally.n_warn:
         detail += f"; {tally.n_warn} warned (usable), first: {tally.warn_first}"
     return Outcome(not tally.failed, detail, sorted(tally.failed), warned=sorted(tally.warned - tally.failed),
-                   findings=tally.findings)
+                   findings=tally.findings, judged=tally.judged("episode_cameras", "frames"))
