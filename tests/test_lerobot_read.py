@@ -181,7 +181,7 @@ def test_another_robot_keeps_its_streams_under_their_own_names(exports, tmp_path
 
 
 @pytest.mark.parametrize("fault, says", [
-    ("version", "codebase_version 'v2.0' is not read (known: v2.1, v3.0)"),
+    ("version", "codebase_version 'v1.6' is not read (known: v2.0, v2.1, v3.0)"),
     ("fps", "fps must be a positive number"),
     ("template", "leaves the dataset folder"),
     ("episodes", "holds no episodes parquet file"),
@@ -192,7 +192,7 @@ def test_unusable_metadata_is_one_line_exit_2(fault, says, exports, tmp_path):
     info_path = root / "meta/info.json"
     info = json.loads(info_path.read_text())
     if fault == "version":
-        info["codebase_version"] = "v2.0"
+        info["codebase_version"] = "v1.6"
     elif fault == "fps":
         info["fps"] = 0
     elif fault == "template":

@@ -3,7 +3,9 @@
 Reads metadata.yaml, the timestamp column of each stream and the camera listings; never decodes an
 image. --json prints the figures for machines; --card writes a dataset card (README.md with a YAML
 header a dataset hub reads) into DIR atomically, or to -o FILE (a LeRobot dataset is never written
-into: its card needs -o FILE outside it). Exit 0, or 2 on unusable input.
+into: its card needs -o FILE outside it). Exit 0; 1 when files the dataset refers to are missing (a
+LeRobot dataset's data or video files: the figures are printed all the same, with the missing files
+grouped and where files of those names sit instead); 2 on unusable input.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import Parser, check_output, run
+from . import EXIT_INVALID, Parser, check_output, run
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="dataset-info", description=__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dataset", help="dataset folder (any OpenArm layout, or a LeRobot v2.1/v3.0 dataset)")
+    p.add_argument("dataset", help="dataset folder (any OpenArm layout, or a LeRobot v2.0/v2.1/v3.0 dataset)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--episodes", action="store_true", help="also list every episode (duration, success, valid)")
     p.add_argument("--card", action="store_true",
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(info, indent=2))
         else:
             print(format_info(info, per_episode=args.episodes))
-        return 0
+        return EXIT_INVALID if info.get("missing") else 0  # the figures are printed, the files still missing
 
     return run(body, "dataset-info")
 

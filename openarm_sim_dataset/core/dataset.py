@@ -237,12 +237,15 @@ class Dataset:
         return out
 
     # ------------------------------------------------------------------- cameras
-    def load_camera(self, name: str, episode: EpisodeRef) -> Camera:
-        """One camera of an episode; ``name`` may be a legacy name (``left_wrist`` for ``wrist_left``)."""
+    def load_camera(self, name: str, episode: EpisodeRef, *, missing_ok: bool = False) -> Camera:
+        """One camera of an episode; ``name`` may be a legacy name (``left_wrist`` for ``wrist_left``).
+        ``missing_ok``: a LeRobot camera whose MP4 is missing comes back as a
+        :class:`~.lerobot.MissingVideo` (frames on the rows' times, reading one raises the
+        :class:`CameraError` naming the file) instead of raising that error here."""
         name = self.meta.camera_name(name, self.meta.path if self.lerobot else self.root / layout.METADATA_FILE)
         ep_id = self.episode_id(episode)
         if self.lerobot is not None:
-            return self.lerobot.camera(ep_id, name)
+            return self.lerobot.camera(ep_id, name, missing_ok=missing_ok)
         stored = self.meta.stored_camera_name(name)
         path = layout.camera_dir(self.root, ep_id, name, self.version, stored)
         fallbacks = []
@@ -258,10 +261,10 @@ class Dataset:
             path = layout.camera_dir(self.root, ep_id, name, self.version, alt)
         return Camera(name, path)
 
-    def load_cameras(self, episode: EpisodeRef) -> CameraDict:
+    def load_cameras(self, episode: EpisodeRef, *, missing_ok: bool = False) -> CameraDict:
         """Cameras of an episode by name (0.1.0/unversioned wrist cameras renamed wrist_left/right;
-        the old names work as keys too)."""
-        return CameraDict({name: self.load_camera(name, episode) for name in self.camera_names})
+        the old names work as keys too); ``missing_ok`` as :meth:`load_camera`."""
+        return CameraDict({name: self.load_camera(name, episode, missing_ok=missing_ok) for name in self.camera_names})
 
     # ------------------------------------------------------------------ sampling
     def sample(
@@ -287,6 +290,10 @@ class Dataset:
         threads, default the CPU count); otherwise they stay lazy Frames. ``state="qpos"|"pose"|"rot6d"``
         converts the arm entries per episode (see :mod:`.kinematics`). ``episode_index`` is
         openarm_dataset's README spelling of ``episode``. Smoothing (:meth:`set_smoothing`) applies.
+
+        A LeRobot dataset whose videos are missing is sampled all the same (its cameras' frames lie on
+        the rows' times, as the layout promises): the joints are served, and loading a frame of a camera
+        whose MP4 is missing raises the :class:`CameraError` naming the file.
         """
         if episode_index is not None:
             if episode is not None:
@@ -325,7 +332,7 @@ class Dataset:
                 first = f.attribute or next((n for n in names if n != layout.TIMESTAMP_COLUMN), "state")
                 check_stamps(stamps, f.path, f"{f.prefix}/{first}")
                 stamp_arrays.append(stamps)
-        for name, cam in self.load_cameras(episode).items():
+        for name, cam in self.load_cameras(episode, missing_ok=True).items():
             check_stamps(cam.timestamps, cam.path, f"camera {name}")
             stamp_arrays.append(cam.timestamps)
         if not stamp_arrays:

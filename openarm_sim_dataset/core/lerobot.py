@@ -1,4 +1,4 @@
-"""Reading a LeRobot dataset (v2.1 or v3.0) as the reader reads any layout: metadata in the 0.4.0
+"""Reading a LeRobot dataset (v2.0, v2.1 or v3.0) as the reader reads any layout: metadata in the 0.4.0
 shape, each episode's streams and cameras. Nothing is ever written into the dataset.
 
 :class:`LeRobotSource` reads ``meta/info.json``, the episodes and tasks of either version, and
@@ -7,24 +7,30 @@ from ``episode_index``, cameras from the visual features, every rate ``fps``, th
 :mod:`.lerobot_names` finds, and a ``lerobot:`` section with ``codebase_version``, ``robot_type`` and
 ``fps``). LeRobot keeps no wall clock: every episode starts at 0 ns, and row k's ``timestamp`` is
 snapped to the ``fps`` grid when within LeRobot's tolerance of it (:func:`.sampler.snap_seconds`).
+
+The files the episodes refer to (:meth:`LeRobotSource.file_refs`) are only opened when read: a dataset
+whose videos are missing still serves its joints, and :meth:`LeRobotSource.locate_missing` says where
+files of the missing names sit instead (:class:`MissingFiles`), from one bounded scan of the folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from . import layout, lerobot_layout as lrl, sampler
-from .errors import CameraError, MetadataError, StreamError
+from .errors import CameraError, DatasetError, MetadataError, StreamError
 from .lerobot_names import map_arms
 from .metadata import Metadata
 from .streams import Stream, list_column, primitive_numpy, read_table
-from .video_camera import ImageCamera, VideoCamera
+from .video_camera import DecodedCamera, ImageCamera, VideoCamera
 
 #: Largest info.json / episodes.jsonl read (bytes): metadata, never data.
 MAX_JSON_BYTES = 256 * 1024 * 1024
@@ -43,13 +49,13 @@ def _read_json_file(path: Path, info: Path) -> object:
         raise MetadataError(path, f"not valid JSON (line {e.lineno}: {e.msg})") from None
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path, version: str) -> list[dict]:
     try:
         if path.stat().st_size > MAX_JSON_BYTES:
             raise MetadataError(path, f"larger than {MAX_JSON_BYTES} bytes")
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise MetadataError(path, "missing (a LeRobot v2.1 dataset needs it)") from None
+        raise MetadataError(path, f"missing (a LeRobot {version} dataset needs it)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise MetadataError(path, f"unreadable ({e})") from None
     out = []
@@ -139,12 +145,14 @@ class LeRobotSource:
         self.arms = {kind: self._mapped.get("observation.state" if kind == "obs" else "action", ([], []))[0]
                      for kind in layout.KINDS}
         self.metadata = Metadata(self._document(), self.info_path, version=lrl.layout_name(version))
+        #: the folder's scan for misplaced files (:meth:`locate_missing`), made once when first needed
+        self._scan: tuple[dict[str, list[str]], bool] | None = None
 
     # ---------------------------------------------------------------- metadata
     def _read_tasks(self) -> dict[int, str]:
-        if self.codebase_version == "v2.1":
+        if self.per_episode:
             path = self.root / lrl.TASKS_JSONL
-            rows = _read_jsonl(path)
+            rows = _read_jsonl(path, self.codebase_version)
             out = {}
             for n, row in enumerate(rows, 1):
                 if not isinstance(row.get("task"), str):
@@ -164,9 +172,9 @@ class LeRobotSource:
         return dict(zip(table.column("task_index").to_pylist(), table.column(text[0]).to_pylist()))
 
     def _read_episodes(self) -> list[dict]:
-        if self.codebase_version == "v2.1":
+        if self.per_episode:
             path = self.root / lrl.EPISODES_JSONL
-            rows = _read_jsonl(path)
+            rows = _read_jsonl(path, self.codebase_version)
         else:
             folder = self.root / lrl.EPISODES_DIR
             files = sorted(folder.glob("chunk-*/file-*.parquet")) if folder.is_dir() else []
@@ -242,6 +250,75 @@ class LeRobotSource:
     def metadata_version(self) -> str:
         return layout.FORMAT_VERSION
 
+    @property
+    def per_episode(self) -> bool:
+        """v2.0 and v2.1: one data file per episode and one MP4 per episode and camera (v3.0 shares them)."""
+        return self.codebase_version in lrl.PER_EPISODE_VERSIONS
+
+    # ------------------------------------------------------------------- files
+    def file_refs(self, episode_ids: list[str] | None = None) -> tuple[list[FileRef], dict[str, str]]:
+        """The data and video files the episodes (default all) refer to, by their templates, without
+        opening one; and ``{episode id: why}`` for episodes whose paths cannot be built (a v3.0 row
+        without its video columns, a template naming an unknown field)."""
+        ids = [str(e["episode_index"]) for e in self.episodes] if episode_ids is None else episode_ids
+        refs, broken = [], {}
+        for ep in ids:
+            try:
+                refs.append(FileRef("data", ep, None, self.data_path(ep)))
+                for key in self.video_keys:
+                    refs.append(FileRef("video", ep, key, self.video_file(ep, key)[0]))
+            except DatasetError as e:
+                broken[ep] = str(e)
+        return refs, broken
+
+    def locate_missing(self, missing: list[FileRef]) -> list[MissingFiles]:
+        """The ``missing`` files grouped by kind (data, then video), each group with the folders where files
+        of the missing names sit instead, or failing that files the template's name pattern matches
+        (``file-000.mp4``, ``episode_000000.mp4``), outside the paths the templates build. The folder is
+        scanned once per source (:func:`.lerobot_layout.scan_files`, bounded)."""
+        if not missing:
+            return []
+        if self._scan is None:
+            self._scan = lrl.scan_files(self.root, (".parquet", ".mp4"))
+        found, truncated = self._scan
+        refs, _ = self.file_refs()
+        expected = {self._rel(r.path) for r in refs}
+        groups = []
+        for kind, template_key in (("data", "data_path"), ("video", "video_path")):
+            mine = [r for r in missing if r.kind == kind]
+            if not mine:
+                continue
+            template = str(self.info.get(template_key))
+            paths = list(dict.fromkeys(self._rel(r.path) for r in mine))
+            names = {p.rsplit("/", 1)[-1] for p in paths}
+            pattern = lrl.name_pattern(template)
+
+            def elsewhere(name_ok, kind=kind) -> dict[str, int]:
+                folders: dict[str, int] = {}
+                for name, rels in found.items():
+                    if not name_ok(name):
+                        continue
+                    for rel in rels:
+                        # a data file's name is also an episodes table's (meta/episodes/...): never a data file
+                        if rel in expected or (kind == "data" and rel.startswith("meta/")):
+                            continue
+                        folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else "./"
+                        folders[folder] = folders.get(folder, 0) + 1
+                return folders
+
+            by_name = elsewhere(lambda n: n in names)
+            folders, matched = (by_name, "names") if by_name else (elsewhere(pattern.match), "pattern")
+            groups.append(MissingFiles(kind, template_key, template, paths, sorted({r.episode for r in mine}, key=int),
+                                       sorted(folders.items(), key=lambda kv: (-kv[1], kv[0])),
+                                       matched if folders else "", truncated))
+        return groups
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
     # ---------------------------------------------------------------- episodes
     def episode_row(self, episode_id: str) -> dict:
         try:
@@ -254,7 +331,7 @@ class LeRobotSource:
         row = self.episode_row(episode_id)
         ep = int(row["episode_index"])
         template = self.info.get("data_path")
-        if self.codebase_version == "v2.1":
+        if self.per_episode:
             return lrl.template_path(self.root, template, self.info_path, episode_chunk=ep // self.chunks_size,
                                      episode_index=ep)
         return lrl.template_path(self.root, template, self.info_path,
@@ -267,7 +344,7 @@ class LeRobotSource:
         table, by_episode = data_file(path)
         if "episode_index" not in table.column_names:
             raise StreamError(path, "has no episode_index column")
-        if self.codebase_version == "v2.1":
+        if self.per_episode:
             return table  # the file is the episode's
         rows = by_episode.get(int(self.episode_row(episode_id)["episode_index"]))
         if rows is None:
@@ -324,11 +401,11 @@ class LeRobotSource:
     # ----------------------------------------------------------------- cameras
     def video_file(self, episode_id: str, key: str) -> tuple[Path, tuple[float, float] | None]:
         """The MP4 of a video feature for an episode, and the episode's window in it (seconds; None in
-        v2.1, where the file is the episode's alone)."""
+        v2.x, where the file is the episode's alone)."""
         row = self.episode_row(episode_id)
         ep = int(row["episode_index"])
         template = self.info.get("video_path")
-        if self.codebase_version == "v2.1":
+        if self.per_episode:
             return lrl.template_path(self.root, template, self.info_path, episode_chunk=ep // self.chunks_size,
                                      video_key=key, episode_index=ep), None
         prefix = f"videos/{key}/"
@@ -354,7 +431,10 @@ class LeRobotSource:
             raise CameraError(path, f"column {key!r} is {col.type}, not images (struct<bytes, path> or binary)")
         return ImageCamera(name, path, self.row_timestamps(episode_id, table), images)
 
-    def camera(self, episode_id: str, name: str) -> VideoCamera | ImageCamera:
+    def camera(self, episode_id: str, name: str, missing_ok: bool = False) -> VideoCamera | ImageCamera | MissingVideo:
+        """Camera ``name`` of an episode. Its MP4 is indexed here (the frames' times come from it); when
+        the MP4 is missing this raises the :class:`CameraError` naming it, or with ``missing_ok`` returns a
+        :class:`MissingVideo` (frames on the rows' times; reading one raises that error)."""
         key = lrl.IMAGE_PREFIX + name if lrl.IMAGE_PREFIX + name in self.features else name
         if key in self.image_keys:
             return self._image_camera(episode_id, name, key)
@@ -362,5 +442,91 @@ class LeRobotSource:
             raise KeyError(f"{self.info_path}: no camera {name!r}")
         path, window = self.video_file(episode_id, key)
         if not path.is_file():
-            raise CameraError(path, f"missing: the video of camera {name!r}, episode {episode_id}")
+            message = f"missing: the video of camera {name!r}, episode {episode_id}"
+            if missing_ok:
+                return MissingVideo(name, path, self.row_timestamps(episode_id), message)
+            raise CameraError(path, message)
         return VideoCamera(name, path, self.fps, window, lrl.TOLERANCE_S)
+
+
+class FileRef(NamedTuple):
+    """A file an episode refers to: ``kind`` ``data`` or ``video``, the episode id, the video feature
+    (None for data) and the path its template builds."""
+
+    kind: str
+    episode: str
+    key: str | None
+    path: Path
+
+
+@dataclass
+class MissingFiles:
+    """Files of one kind (``data`` or ``video``) that the templates point at and that do not exist.
+
+    ``template_key``/``template``: info.json's ``data_path`` or ``video_path`` and its value; ``paths``
+    the missing files (relative, posix, in episode order); ``episodes`` the episodes referring to them;
+    ``found`` ``[(folder, count)]``: folders (relative, ending ``/``) holding files of the missing names
+    (``matched == "names"``) or, when none, files matching the template's name pattern (``"pattern"``),
+    the fullest first; ``truncated``: the scan stopped at :data:`.lerobot_layout.SCAN_LIMIT` entries."""
+
+    kind: str
+    template_key: str
+    template: str
+    paths: list[str]
+    episodes: list[str]
+    found: list[tuple[str, int]] = field(default_factory=list)
+    matched: str = ""
+    truncated: bool = False
+
+    def describe(self, shown: int = 3) -> str:
+        """One line: ``2 video files missing (a, b); files of these names sit under videos/top/chunk-000/
+        (2); meta/info.json video_path is '...'`` (:func:`missing_line`)."""
+        return missing_line(self.to_dict(), shown)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "count": len(self.paths), "paths": self.paths, "episodes": self.episodes,
+                "template_key": self.template_key, "template": self.template,
+                "found": [{"folder": f, "files": n} for f, n in self.found], "matched": self.matched or None,
+                "scan_truncated": self.truncated}
+
+
+def missing_line(group: dict, shown: int = 3) -> str:
+    """A :meth:`MissingFiles.to_dict` in words, on one line: how many files, the first ``shown``, where
+    files of those names (or of the template's name pattern) sit, and the template they should match."""
+    n, paths = group["count"], group["paths"]
+    line = f"{n} {group['kind']} file{'s' if n != 1 else ''} missing ({', '.join(paths[:shown])}{', ...' if n > shown else ''})"
+    found = group["found"]
+    if found:
+        what = "files of these names" if group["matched"] == "names" else "files named like the template's"
+        more = f" and {len(found) - shown} more folders" if len(found) > shown else ""
+        line += f"; {what} sit under " + ", ".join(f"{f['folder']} ({f['files']})" for f in found[:shown]) + more
+    else:
+        line += "; no file of these names in the dataset folder" + (
+            f" (the scan stopped after {lrl.SCAN_LIMIT:,} entries)" if group["scan_truncated"] else "")
+    return line + f"; {lrl.INFO_FILE} {group['template_key']} is {group['template']!r}"
+
+
+class MissingVideo(DecodedCamera):
+    """A video camera whose MP4 is missing, as sampling sees it: one frame per row at the row's time (the
+    layout's promise), so that the grid and the joints are those of the whole dataset; reading a frame
+    (pixels, bytes, size) raises the :class:`CameraError` naming the missing file."""
+
+    format = "missing"
+
+    def __init__(self, name: str, path: Path, timestamps: np.ndarray, message: str):
+        self.name, self.path, self.timestamps, self.message = name, Path(path), timestamps, message
+
+    def _missing(self):
+        raise CameraError(self.path, self.message)
+
+    def load_frame(self, index: int) -> np.ndarray:
+        return self._missing()
+
+    def frame_size(self, index: int) -> int:
+        return self._missing()
+
+    def read_bytes(self, index: int) -> bytes:
+        return self._missing()
+
+    def frame_path(self, index: int) -> Path:
+        return self.path

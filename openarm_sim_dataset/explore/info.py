@@ -20,7 +20,13 @@ never decodes an image, and imports neither pandas nor MuJoCo nor matplotlib.
                ``frames``, ``frames_per_episode`` {min, max}, ``declared_hz``, ``measured_hz``
 ``disk_bytes`` ``parquet``, ``images``, ``sidecar``, ``metadata``, ``other``, ``total`` (each inode once)
 ``lerobot``    (LeRobot datasets only) ``codebase_version``, ``robot_type``, ``fps``, ``data_files``,
-               ``video_files``, ``unmapped`` (features read as generic ``lerobot/<feature>`` streams)
+               ``video_files``, ``unmapped`` (features read as generic ``lerobot/<feature>`` streams),
+               ``total_frames`` (the episodes' lengths summed), ``features`` {name: {``dtype``, ``shape``}},
+               ``cameras`` (the visual features' camera names), ``modality`` (GR00T's
+               ``meta/modality.json`` present)
+``missing``    files the dataset refers to that do not exist, by kind (LeRobot: :class:`~.lerobot.MissingFiles`
+               ``to_dict``: ``kind``, ``count``, ``paths``, ``episodes``, ``template_key``, ``template``,
+               ``found`` [{``folder``, ``files``}], ``matched``, ``scan_truncated``); ``[]`` when none
 ``provenance`` (simulated datasets) ``simulator``, ``mujoco_version``, ``model_sha256`` (12-hex prefix),
                ``seed``, ``sigma_m``, ``retry``, ``randomization`` (if recorded), ``timestep_s``,
                ``state_hz``, ``camera_hz``, ``gl_renderer``, ``generator``
@@ -31,7 +37,10 @@ reader: its streams (``Dataset.streams``: rows, stamps on the fps grid, the Open
 rest as ``lerobot/<feature>``) and video cameras (frame count and stamps from the MP4's packet index,
 size from its stream header: nothing decoded). ``disk_bytes`` then holds ``parquet`` (``data/``),
 ``video`` (``videos/``), ``metadata`` (``meta/``) and ``other``; ``per_episode`` items gain ``bytes``
-(``{parquet, video}`` of the episode's own files in v2.1; None in v3.0, whose files hold many episodes).
+(``{parquet, video}`` of the episode's own files in v2.x; None in v3.0, whose files hold many episodes).
+A LeRobot dataset with missing files is described all the same: what its metadata holds, the streams of
+the episodes whose data files exist, the cameras whose MP4s exist (``missing_episodes`` counts the others),
+and the ``missing`` section (``dataset-info`` then exits 1).
 """
 
 from __future__ import annotations
@@ -42,10 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from openarm_sim_dataset.core import episode_summary, errors, layout
+from openarm_sim_dataset.core import episode_summary, errors, layout, lerobot_layout as lrl
 from openarm_sim_dataset.core.atomic import TMP_PREFIX
 from openarm_sim_dataset.core.dataset import Dataset
 from openarm_sim_dataset.core.episode_summary import camera_figures, jpeg_size, stream_figures  # noqa: F401 (jpeg_size: public here too)
+from openarm_sim_dataset.core.lerobot import MissingVideo, missing_line
 from openarm_sim_dataset.core.report import human_bytes
 from openarm_sim_dataset.core.stats import wilson_interval
 from openarm_sim_dataset.core.video_camera import DecodedCamera
@@ -84,7 +94,9 @@ def _lerobot_episode_figures(ds: Dataset, ep: dict) -> dict:
     as the reader's writers split it: ``arms/right`` + ``qpos``, ``lerobot`` + ``observation.state``) and
     every camera's packet index. Its bytes are not counted here (:func:`_lerobot_disk` walks the folder)."""
     first, last, streams, cameras = [], [], [], []
-    for kind in layout.KINDS:
+    ep_id = ds.episode_id(ep)
+    has_data = ds.lerobot.data_path(ep_id).is_file()  # a missing data file is in the ``missing`` section
+    for kind in layout.KINDS if has_data else ():
         # the attributes of a component are rows of one table: counted once, as a state.parquet's rows are
         groups: dict[tuple[str, tuple[str, ...]], list] = {}
         for key, s in ds.streams(ep, kind).items():
@@ -97,8 +109,12 @@ def _lerobot_episode_figures(ds: Dataset, ep: dict) -> dict:
             if n:
                 first.append(int(s.timestamps.min()))
                 last.append(int(s.timestamps.max()))
-    for name, cam in ds.load_cameras(ep).items():
-        cameras.append(_camera_row(name, _video_figures(cam)))
+    for name, cam in (ds.load_cameras(ep, missing_ok=True) if has_data else {}).items():
+        # a camera whose MP4 is missing is counted apart (the ``missing`` section names the files)
+        cameras.append((name, "missing", 0, None, None) if isinstance(cam, MissingVideo) else
+                       _camera_row(name, _video_figures(cam)))
+    if not has_data:  # the span its length gives (LeRobot's frame k is at k / fps): the file says no more
+        first, last = [0], [int(round((int(ep.get("length") or 1) - 1) * 1e9 / ds.lerobot.fps))]
     entry = _entry(ds, ep, first, last)
     entry["bytes"] = _lerobot_episode_bytes(ds, ep)
     return {"entry": entry, "streams": streams, "cameras": cameras, "disk": {}, "shared": []}
@@ -122,14 +138,19 @@ def _video_figures(cam) -> dict:
 
 
 def _lerobot_episode_bytes(ds: Dataset, ep: dict) -> dict | None:
-    """``{parquet, video}`` bytes of a v2.1 episode's own data file and MP4s; None in v3.0 (shared files)."""
-    if ds.lerobot.codebase_version != "v2.1":
+    """``{parquet, video}`` bytes of a v2.x episode's own data file and MP4s (a missing one counts 0);
+    None in v3.0 (shared files)."""
+    if not ds.lerobot.per_episode:
         return None
     ep_id = ds.episode_id(ep)
-    out = {"parquet": os.stat(ds.lerobot.data_path(ep_id)).st_size, "video": 0}
-    for key in ds.lerobot.video_keys:
-        path, _ = ds.lerobot.video_file(ep_id, key)
-        out["video"] += os.stat(path).st_size
+    paths = [("parquet", ds.lerobot.data_path(ep_id))] + [("video", ds.lerobot.video_file(ep_id, key)[0])
+                                                           for key in ds.lerobot.video_keys]
+    out = {"parquet": 0, "video": 0}
+    for kind, path in paths:
+        try:
+            out[kind] += os.stat(path).st_size
+        except FileNotFoundError:
+            pass
     return out
 
 
@@ -322,7 +343,10 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
             if span is not None:
                 acc["spans"].append(tuple(span))
         for name, fmt, count, size, span in fig["cameras"]:
-            acc = camera_acc.setdefault(name, {"formats": set(), "sizes": set(), "counts": [], "spans": []})
+            acc = camera_acc.setdefault(name, {"formats": set(), "sizes": set(), "counts": [], "spans": [], "missing": 0})
+            if fmt == "missing":
+                acc["missing"] += 1
+                continue
             acc["formats"].add(fmt)
             acc["counts"].append(count)
             if size is not None:
@@ -335,13 +359,18 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
                 seen.add(key)
                 disk[kind] += nbytes
         per_episode.append(fig["entry"])
-    lerobot = None
+    lerobot, missing = None, []
     if ds.lerobot is not None:
         disk, files = _lerobot_disk(ds.root)
         lr = ds.lerobot
         lerobot = {"codebase_version": lr.codebase_version, "robot_type": lr.info.get("robot_type"), "fps": lr.fps,
                    **files, "unmapped": sorted({a for key, acc in stream_acc.items() if key[1] == "lerobot"
-                                               for a in acc["attributes"]})}
+                                               for a in acc["attributes"]}),
+                   "total_frames": sum(int(e["length"]) for e in lr.episodes),
+                   "features": {k: {"dtype": f["dtype"], "shape": list(f["shape"])} for k, f in lr.features.items()},
+                   "cameras": lr.camera_names(), "modality": (ds.root / lrl.MODALITY_JSON).is_file()}
+        refs, _ = lr.file_refs()
+        missing = [g.to_dict() for g in lr.locate_missing([r for r in refs if not os.path.lexists(r.path)])]
     else:
         _other_bytes(ds, disk, seen)
     disk["total"] = sum(disk.values())
@@ -384,9 +413,11 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
         sizes = sorted(acc["sizes"])
         counts = acc["counts"]
         cameras.append({
-            "name": name, "format": "/".join(sorted(acc["formats"])),
+            "name": name, "format": "/".join(sorted(acc["formats"])) or None,
             "size": list(sizes[0]) if len(sizes) == 1 else None, "sizes": [list(s) for s in sizes],
-            "frames": int(sum(counts)), "frames_per_episode": {"min": min(counts), "max": max(counts)},
+            "frames": int(sum(counts)),
+            "frames_per_episode": {"min": min(counts), "max": max(counts)} if counts else {"min": None, "max": None},
+            "missing_episodes": acc["missing"],
             "declared_hz": meta.frequency("cameras", meta.stored_camera_name(name)),
             "measured_hz": _measured_hz(acc["spans"]),
         })
@@ -402,6 +433,7 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
         "disk_bytes": disk,
         "provenance": provenance(meta.simulation) if meta.simulation is not None else None,
         "edited_from": edited_from(meta.data),
+        "missing": missing,
     }
     if lerobot is not None:
         out["lerobot"] = lerobot
@@ -544,6 +576,12 @@ def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
     if lr:
         lines = [f"{info['path']}: LeRobot dataset {lr['codebase_version']}, robot_type {lr['robot_type']}, "
                  f"{lr['fps']:g} fps; {lr['data_files']} data file(s), {lr['video_files']} video file(s)"]
+        for group in info.get("missing") or []:
+            lines.append(f"MISSING    {missing_line(group)}")
+        feats = [f"{k} {f['dtype']}{f['shape']}" for k, f in lr["features"].items()
+                 if k not in lrl.DEFAULT_FEATURES]
+        lines.append(f"features   {', '.join(feats)}; {lr['total_frames']} frames in the episodes' lengths"
+                     + ("; meta/modality.json (GR00T)" if lr.get("modality") else ""))
         if lr["unmapped"]:
             lines.append(f"unmapped   no OpenArm arm found in {', '.join(lr['unmapped'])}: read as lerobot/<feature>")
     else:
@@ -568,6 +606,9 @@ def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
                      f"measured {_hz(None if s['measured_hz'] is None else round(s['measured_hz'], 2))}")
     lines.append("cameras" if info["cameras"] else "cameras    none")
     for c in info["cameras"]:
+        if not c["frames"] and c.get("missing_episodes"):
+            lines.append(f"  {c['name']:<12} video missing in {c['missing_episodes']} episode(s)")
+            continue
         size = f"{c['size'][0]}x{c['size'][1]}" if c["size"] else "sizes " + ", ".join(f"{w}x{h}" for w, h in c["sizes"])
         fpe = c["frames_per_episode"]
         lines.append(f"  {c['name']:<12} {size:<9} {c['format']:<4} {c['frames']:>7} frames "

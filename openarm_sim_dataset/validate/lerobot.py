@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from openarm_sim_dataset.core.lerobot import LeRobotSource
 from openarm_sim_dataset.core.streams import list_column, primitive_numpy
 from openarm_sim_dataset.core.video import video_index
 
-from .check import CheckFn, Context, Outcome, finding
+from .check import CheckFn, Context, Outcome, finding, nothing_to_judge
 
 #: stats.json and per-episode stats may differ from the recomputed ones by this much, relative to the
 #: feature's scale (LeRobot computes in float64 from float32 data; 0.4.x quantiles are approximate)
@@ -66,10 +67,16 @@ def check_lerobot_info(ctx: Context) -> Outcome:
     for key, n in counted.items():
         if key in src.info and src.info[key] != n:
             problems.append(f"{key} is {src.info[key]}, the dataset holds {n}")
+    judged = {"features": len(src.features), "episodes": len(src.episodes)}
     if problems:
-        return Outcome(False, f"{lrl.INFO_FILE}: {'; '.join(problems)}", [])
+        return Outcome(False, f"{lrl.INFO_FILE}: {'; '.join(problems)}", [], judged=judged)
     return Outcome(True, f"{lrl.INFO_FILE} ({src.codebase_version}): {counted['total_episodes']} episodes, "
-                         f"{counted['total_frames']} frames, {counted['total_tasks']} tasks, as the data holds")
+                         f"{counted['total_frames']} frames, {counted['total_tasks']} tasks, as the data holds",
+                   judged=judged)
+
+
+#: what :func:`check_lerobot_files` caches for a file that does not exist (apart from files unusable)
+MISSING = "missing"
 
 
 def _parquet_problem(path: Path) -> str | None:
@@ -87,42 +94,54 @@ def check_lerobot_files(ctx: Context) -> Outcome:
     reads, the MP4 opens and demuxes to its end.
 
     A writer killed before LeRobot's `finalize()` leaves a parquet file without its footer ("Parquet
-    magic bytes not found"); a copy cut short leaves an MP4 without its index. Each file is named once,
-    with what is wrong."""
+    magic bytes not found"); a copy cut short leaves an MP4 without its index. Each unusable file is
+    named once, with what is wrong. Missing files are counted by kind with the first few named, and the
+    folder is searched (once, bounded) for files of those names or of the template's name pattern: the
+    detail says where they sit and quotes the `info.json` template they should match, as when videos
+    were moved to another folder than `video_path` says."""
     src = _source(ctx)
-    bad_files: dict[str, str] = {}
-    bad_eps: set[str] = set()
-    files = 0
-    for ep in ctx.episodes:
-        paths = [("data", src.data_path(ep))]
-        for key in src.video_keys:
-            try:
-                paths.append(("video", src.video_file(ep, key)[0]))
-            except DatasetError as e:
-                bad_files[str(e.path)] = e.message
-                bad_eps.add(ep)
-        for kind, path in paths:
-            name = _rel(ctx, path)
-            if name not in ctx.cache.setdefault("lerobot_files", {}):
-                files += 1
-                if kind == "data":
-                    problem = _parquet_problem(path)
-                else:
-                    try:
-                        video_index(path)
-                        problem = None
-                    except DatasetError as e:
-                        problem = e.message
-                ctx.cache["lerobot_files"][name] = problem
-            problem = ctx.cache["lerobot_files"][name]
-            if problem:
-                bad_files[name] = problem
-                bad_eps.add(ep)
-    if bad_files:
-        shown = "; ".join(f"{n}: {p}" for n, p in list(bad_files.items())[:5])
-        more = f" (+{len(bad_files) - 5} more)" if len(bad_files) > 5 else ""
-        return Outcome(False, f"{len(bad_files)} of the files are unusable: {shown}{more}", sorted(bad_eps))
-    return Outcome(True, f"{files} data and video files whole (parquet footers read, MP4s demuxed)")
+    refs, broken = src.file_refs(list(ctx.episodes))
+    bad_eps: set[str] = set(broken)
+    unusable: dict[str, str] = {}
+    missing = []
+    checked = ctx.cache.setdefault("lerobot_files", {})
+    for ref in refs:
+        name = _rel(ctx, ref.path)
+        if name not in checked:
+            if not os.path.lexists(ref.path):
+                checked[name] = MISSING
+            elif not ref.path.is_file():
+                checked[name] = "not a regular file"
+            elif ref.kind == "data":
+                checked[name] = _parquet_problem(ref.path)
+            else:
+                try:
+                    video_index(ref.path)
+                    checked[name] = None
+                except DatasetError as e:
+                    checked[name] = e.message
+        problem = checked[name]
+        if problem == MISSING:
+            missing.append(ref)
+            bad_eps.add(ref.episode)
+        elif problem:
+            unusable[name] = problem
+            bad_eps.add(ref.episode)
+    files = len({_rel(ctx, r.path) for r in refs})
+    judged = {"files": files, "episodes": len(ctx.episodes)}
+    parts = [g.describe() for g in src.locate_missing(missing)]
+    if unusable:
+        shown = "; ".join(f"{n}: {p}" for n, p in list(unusable.items())[:5])
+        more = f" (+{len(unusable) - 5} more)" if len(unusable) > 5 else ""
+        parts.append(f"{len(unusable)} file(s) unusable: {shown}{more}")
+    if broken:
+        ep, why = next(iter(broken.items()))
+        parts.append(f"{len(broken)} episode(s) whose file paths cannot be built, e.g. episode {ep}: {why}")
+    if parts:
+        return Outcome(False, " | ".join(parts), sorted(bad_eps, key=int), judged=judged)
+    if not files:
+        return nothing_to_judge("no data or video file referred to", applicable=True)
+    return Outcome(True, f"{files} data and video files whole (parquet footers read, MP4s demuxed)", judged=judged)
 
 
 def _column(table: pa.Table, name: str) -> np.ndarray | None:
@@ -143,6 +162,7 @@ def check_lerobot_indices(ctx: Context) -> Outcome:
     src = _source(ctx)
     problems: list[str] = []
     bad: set[str] = set()
+    rows = judged_eps = 0
     numbers = sorted(int(e["episode_index"]) for e in src.episodes)
     if numbers != list(range(len(numbers))):
         holes = sorted(set(range(max(numbers) + 1)) - set(numbers)) if numbers else []
@@ -151,11 +171,15 @@ def check_lerobot_indices(ctx: Context) -> Outcome:
         row = src.episode_row(ep)
         n = int(row["length"])
         try:
+            if not src.data_path(ep).is_file():
+                continue  # lerobot_files names the missing file
             table = src.rows(ep)
         except DatasetError as e:
             problems.append(f"episode {ep}: {e}")
             bad.add(ep)
             continue
+        rows += table.num_rows
+        judged_eps += 1
         found = []
         if table.num_rows != n:
             found.append(f"{table.num_rows} rows for length {n}")
@@ -181,9 +205,14 @@ def check_lerobot_indices(ctx: Context) -> Outcome:
         if found:
             bad.add(ep)
             problems.append(f"episode {ep}: {'; '.join(found)}")
+    judged = {"episodes": judged_eps, "rows": rows}
     if problems:
-        return Outcome(False, f"{len(problems)} problem(s): {' | '.join(problems[:4])}", sorted(bad))
-    return Outcome(True, f"{len(ctx.episodes)} episodes: episode, frame, task and global indices contiguous and agreeing")
+        return Outcome(False, f"{len(problems)} problem(s): {' | '.join(problems[:4])}", sorted(bad, key=int),
+                       judged=judged)
+    if not judged_eps:
+        return nothing_to_judge("no episode with a data file (lerobot_files names the missing ones)", applicable=True)
+    return Outcome(True, f"{judged_eps} episodes: episode, frame, task and global indices contiguous and agreeing",
+                   judged=judged)
 
 
 def check_lerobot_timestamps(ctx: Context) -> Outcome:
@@ -196,6 +225,7 @@ def check_lerobot_timestamps(ctx: Context) -> Outcome:
     src = _source(ctx)
     tol = lrl.TOLERANCE_S
     bad, findings, worst = set(), [], 0.0
+    judged_eps = rows = 0
     for ep in ctx.episodes:
         try:
             table = src.rows(ep)
@@ -204,6 +234,8 @@ def check_lerobot_timestamps(ctx: Context) -> Outcome:
         ts = _column(table, "timestamp")
         if ts is None:
             continue
+        judged_eps += 1
+        rows += len(ts)
         ts = ts.astype(np.float64)
         expected = np.arange(len(ts)) / src.fps
         off = ts - expected
@@ -213,11 +245,17 @@ def check_lerobot_timestamps(ctx: Context) -> Outcome:
             t_ns = int(sampler.snap_seconds(ts[k : k + 1], src.fps, tol)[0])
             findings.append(finding(ep, max(t_ns, 0), f"frame {k}: timestamp {ts[k]:.4f} s, expected {expected[k]:.4f} s "
                                                        f"({_ms(off[k])})", "timestamp"))
+    judged = {"episodes": judged_eps, "rows": rows}
     if bad:
         first = findings[0]
         return Outcome(False, f"{len(findings)} frame(s) off 1/fps by more than {tol * 1e3:g} ms, e.g. episode "
-                              f"{first['episode']} {first['what']}", sorted(bad), findings=findings)
-    return Outcome(True, f"every row within {tol * 1e3:g} ms of frame_index/fps (worst {worst * 1e3:.3f} ms)")
+                              f"{first['episode']} {first['what']}", sorted(bad, key=int), findings=findings,
+                       judged=judged)
+    if not rows:
+        return nothing_to_judge("no readable timestamp column (lerobot_files and lerobot_indices say why)",
+                                applicable=True)
+    return Outcome(True, f"every row within {tol * 1e3:g} ms of frame_index/fps (worst {worst * 1e3:.3f} ms)",
+                   judged=judged)
 
 
 def check_lerobot_video_frames(ctx: Context) -> Outcome:
@@ -228,8 +266,10 @@ def check_lerobot_video_frames(ctx: Context) -> Outcome:
     A dropped or extra frame shifts every later one; a video encoded at a slightly wrong rate drifts.
     The finding names the first frame out of place and the drift there and at the end, in ms."""
     src = _source(ctx)
+    if not src.video_keys:
+        return nothing_to_judge("no video camera")
     tol = lrl.TOLERANCE_S
-    bad, findings, pairs = set(), [], 0
+    bad, findings, pairs, frames = set(), [], 0, 0
     for ep in ctx.episodes:
         n = int(src.episode_row(ep)["length"])
         opened = ctx.cameras(ep)  # the cameras the other camera checks read, indexed once
@@ -241,6 +281,7 @@ def check_lerobot_video_frames(ctx: Context) -> Outcome:
                 continue  # lerobot_files names it
             pairs += 1
             m = len(cam)
+            frames += m
             expected = np.arange(m) / src.fps
             off = cam.seconds - expected
             out = np.flatnonzero(np.abs(off) > tol)
@@ -256,13 +297,17 @@ def check_lerobot_video_frames(ctx: Context) -> Outcome:
                 k = int(out[0]) if len(out) else min(m, n) - 1 if min(m, n) > 0 else 0
                 t_ns = int(sampler.grid_points(0, k + 1, src.fps)[k])
                 findings.append(finding(ep, t_ns, "; ".join(problems), f"camera {name}"))
+    judged = {"episode_cameras": pairs, "frames": frames}
     if bad:
         f = findings[0]
         return Outcome(False, f"{len(findings)} episode-camera(s) whose video disagrees with the frame table, e.g. "
-                              f"episode {f['episode']} {f['where']}: {f['what']}", sorted(bad), findings=findings)
+                              f"episode {f['episode']} {f['where']}: {f['what']}", sorted(bad, key=int),
+                       findings=findings, judged=judged)
     if not pairs:
-        return Outcome(True, "no video camera", skipped=True, applicable=False)
-    return Outcome(True, f"{pairs} episode-cameras: one frame per row, each within {tol * 1e3:g} ms of its row's time")
+        return nothing_to_judge("no readable video (lerobot_files names the missing or unusable files)",
+                                applicable=True)
+    return Outcome(True, f"{pairs} episode-cameras: one frame per row, each within {tol * 1e3:g} ms of its row's time",
+                   judged=judged)
 
 
 def check_lerobot_video_ranges(ctx: Context) -> Outcome:
@@ -274,10 +319,10 @@ def check_lerobot_video_ranges(ctx: Context) -> Outcome:
     later episode show another episode's frames; the detail names the file, the episodes and the
     seconds."""
     src = _source(ctx)
-    if src.codebase_version != "v3.0":
-        return Outcome(True, "v2.1: one MP4 per episode, no windows", skipped=True, applicable=False)
+    if src.per_episode:
+        return nothing_to_judge(f"{src.codebase_version}: one MP4 per episode, no windows")
     if not src.video_keys:
-        return Outcome(True, "no video camera", skipped=True, applicable=False)
+        return nothing_to_judge("no video camera")
     tol = lrl.TOLERANCE_S
     period = 1.0 / src.fps
     by_file: dict[tuple[str, Path], list[tuple[float, float, str]]] = {}
@@ -289,7 +334,7 @@ def check_lerobot_video_ranges(ctx: Context) -> Outcome:
             except DatasetError:
                 continue
             by_file.setdefault((key, path), []).append((lo, hi, ep))
-    problems, bad = [], set()
+    problems, bad, unread = [], set(), 0
     for (_key, path), spans in by_file.items():
         spans.sort()
         try:
@@ -297,6 +342,7 @@ def check_lerobot_video_ranges(ctx: Context) -> Outcome:
             end = float((int(index.pts[-1]) * index.time_base) + period) if len(index) else 0.0
         except DatasetError:
             end = math.inf  # lerobot_files names it
+            unread += 1
         prev = None
         for lo, hi, ep in spans:
             if hi <= lo:
@@ -315,9 +361,15 @@ def check_lerobot_video_ranges(ctx: Context) -> Outcome:
                 problems.append(f"{_rel(ctx, path)}: episode {ep} ends at {hi:.4f} s, the video at {end:.4f} s")
                 bad.add(ep)
             prev = (lo, hi, ep)
+    judged = {"files": len(by_file), "windows": sum(len(v) for v in by_file.values())}
     if problems:
-        return Outcome(False, f"{len(problems)} window problem(s): {'; '.join(problems[:4])}", sorted(bad))
-    return Outcome(True, f"{len(by_file)} MP4 files: episode windows ordered, contiguous and inside each file")
+        return Outcome(False, f"{len(problems)} window problem(s): {'; '.join(problems[:4])}", sorted(bad, key=int),
+                       judged=judged)
+    if not by_file:
+        return nothing_to_judge("no episode with video windows", applicable=True)
+    unread_note = f" ({unread} unreadable: their ends not checked, lerobot_files names them)" if unread else ""
+    return Outcome(True, f"{len(by_file)} MP4 files: episode windows ordered, contiguous and inside each file"
+                         f"{unread_note}", judged=judged)
 
 
 def _feature_values(src: LeRobotSource, ep: str, key: str) -> np.ndarray | None:
