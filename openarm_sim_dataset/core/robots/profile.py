@@ -303,7 +303,7 @@ def parse_profile(doc: Any, path: str | os.PathLike) -> RobotProfile:
         if not variants:
             raise r.fail(f"{where}.variants", "must hold at least one unit variant")
         namings.append(Naming(nname, r.field(n, "written_by", where, str), r.strings(n, "robot_types", where)
-                              if "robot_types" in n else (), tuple(prefixes.items()), tuple(names.items()),
+                              if "robot_types" in n else (), tuple(prefixes.items()), tuple((j, names[j]) for j, _ in joints),
                               tuple(suffixes.items()), tuple(mimic.items()), tuple(variants)))
     return RobotProfile(name, description, robot_types, sides, tuple(joints), tuple(namings), precedence,
                         dict(sources), os.fspath(path))
