@@ -16,6 +16,11 @@ camera shows bright bars whose x position follows joint_1 of an arm, so the pict
 joints. Nothing is downloaded or pushed: HF_HUB_OFFLINE=1, every dataset has an explicit ``root``,
 and HF_HOME points into the work folder (/tmp/make_lerobot_fixtures.work), removed at the end.
 
+The datasets of other robots (v30_so101, v30_so101_m100, v30_aloha, v30_openarm_ros, v30_state_actions;
+issue 46) carry those robots' names and units, values as they write them (see "other robots" below); their
+SOURCE.json entries say in "content" what is planted where. v30_so101* build SO101Follower, whose bus needs
+LeRobot's `feetech` extra: ``/tmp/lr044/bin/pip install 'feetech-servo-sdk>=1.0,<2'``.
+
 A rerun writes the same bytes: the script runs itself with PYTHONHASHSEED=0 (LeRobot writes some
 metadata in set order), works in a fixed folder and seeds the fingerprint ``datasets`` stores in
 the parquet schema (it hashes the temporary image paths).
@@ -82,6 +87,9 @@ LIMITS = {
 SO100_MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 V30 = ("v30_bi_openarm_av1", "v30_openarm_h264", "v30_deleted", "v30_merged", "v30_no_finalize",
        "v30_other_robot", "v30_radians")
+# other robots' names and units (issue 46); written only with LeRobot >= 0.4
+V30_ROBOTS = ("v30_so101", "v30_so101_m100", "v30_aloha", "v30_openarm_ros", "v30_state_actions")
+V30 = V30 + V30_ROBOTS
 V21 = ("v21_bi_openarm",)
 KEEP_TOP = ("meta", "data", "videos")  # what a LeRobot dataset folder holds; the rest is removed
 
@@ -322,6 +330,280 @@ def record(root: Path, repo_id: str, kind: str, cameras: tuple[str, ...], log: L
     return ds
 
 
+# ------------------------------------------------------------------------ other robots (issue 46)
+# Datasets recorded with other robots' names and units, to show the validator honest on them. Values are
+# smooth sinusoids plus small seeded noise, so the clean parts are clean; what is planted, and where, is
+# written into their SOURCE.json entries ("content").
+ROBOT_LENGTHS = (32, 36, 40)
+# TheRobotStudio SO-ARM100 Simulation/SO101/so101_new_calib, rad, zero at mid-range (LeRobot 0.4.4's degrees
+# have their zero at the calibration's middle too)
+SO101_LIMITS_RAD = {"shoulder_pan": (-1.92, 1.92), "shoulder_lift": (-1.75, 1.75), "elbow_flex": (-1.69, 1.69),
+                    "wrist_flex": (-1.66, 1.66), "wrist_roll": (-2.74, 2.84)}
+ALOHA_JOINTS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate", "gripper")
+# rad: the ViperX 300 S joint limits (Interbotix); the gripper normalised 0..1 as ALOHA datasets store it
+ALOHA_RANGES = {"waist": (-3.14159, 3.14159), "shoulder": (-1.85005, 1.25664), "elbow": (-1.76278, 1.6057),
+                "forearm_roll": (-3.14159, 3.14159), "wrist_angle": (-1.8675, 2.23402),
+                "wrist_rotate": (-3.14159, 3.14159), "gripper": (0.0, 1.0)}
+SEEDS = {"v30_so101": 101, "v30_so101_m100": 100, "v30_aloha": 14, "v30_openarm_ros": 16, "v30_state_actions": 12}
+#: per dataset, what its values are and what is planted where (SOURCE.json's "content")
+CONTENT: dict[str, dict] = {}
+
+
+def wave(n: int, episode: int, j: int, lo: float, hi: float, frac: float = 0.4, phase: float = 0.0) -> np.ndarray:
+    """n samples of a smooth trajectory within ``frac`` x (hi - lo) either side of the range's centre:
+    motion()'s profile (two sinusoids of unrelated periods) plus a smaller sinusoid of dimension j's own."""
+    t = np.arange(n, dtype=np.float64) / FPS
+    a = 1.3 * episode + phase
+    terms = [(0.45, 0.45, a), (0.3, 0.8, 2 * a + 0.5), (0.25, 0.55 + 0.08 * j, 0.7 * j + a)]  # weights sum to 1
+    centre, amp = (lo + hi) / 2, frac * (hi - lo)
+    return centre + amp * sum(k * np.sin(2 * np.pi * hz * t + ph) for k, hz, ph in terms)
+
+
+def written_ranges(episodes: list[dict[str, np.ndarray]], names: dict[str, list[str]]) -> dict:
+    """{feature: {dimension name: [min, max]}} of the float32 values written (rounded to 1e-6)."""
+    out = {}
+    for key, dims in names.items():
+        v = np.concatenate([e[key] for e in episodes]).astype(np.float32)
+        out[key] = {d: [round(float(v[:, i].min()), 6), round(float(v[:, i].max()), 6)] for i, d in enumerate(dims)}
+    return out
+
+
+def camera_configs(names) -> dict:
+    try:
+        from lerobot.cameras.opencv import OpenCVCameraConfig
+    except ImportError:  # pragma: no cover
+        from lerobot.common.cameras.opencv import OpenCVCameraConfig
+    return {c: OpenCVCameraConfig(index_or_path=i, fps=FPS, width=WIDTH, height=HEIGHT) for i, c in enumerate(names)}
+
+
+def create(root: Path, repo_id: str, features: dict, robot_type: str, log: Log):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    use_videos = any(f["dtype"] == "video" for f in features.values())
+    ds = LeRobotDataset.create(repo_id=repo_id, fps=FPS, features=features, root=root, robot_type=robot_type,
+                               use_videos=use_videos, video_backend="pyav")
+    log(f"LeRobotDataset.create(repo_id={repo_id!r}, fps={FPS}, robot_type={robot_type!r}, use_videos={use_videos}, "
+        f"video_backend='pyav', features=features, root=<out>/{root.name})")
+    return ds
+
+
+def record_so(root: Path, name: str, *, use_degrees: bool, robot_type: str, cameras: tuple[str, ...], log: Log) -> None:
+    """An SO-101 follower as lerobot-record records it: LeRobot 0.4.4's SO101Follower (constructed, never
+    connected; its Feetech bus needs LeRobot's `feetech` extra, feetech-servo-sdk) gives the features and the
+    frames go through build_dataset_frame. ``use_degrees`` True: the body in degrees (0.4.4's default);
+    False: -100..100 (MotorNormMode.RANGE_M100_100, what LeRobot <= 0.4.3 wrote). Gripper 0..100 in both.
+    The robot_type is given (0.4.4 itself stores SOFollower.name, 'so_follower')."""
+    from lerobot.datasets.utils import build_dataset_frame
+    from lerobot.motors import MotorNormMode
+    from lerobot.robots.so_follower import SO101Follower, SO101FollowerConfig
+
+    robot = SO101Follower(SO101FollowerConfig(port="/dev/null", id="fixture", use_degrees=use_degrees,
+                                              cameras=camera_configs(cameras),
+                                              calibration_dir=Path(os.environ["HF_LEROBOT_CALIBRATION"])))
+    modes = {m: robot.bus.motors[m].norm_mode for m in SO100_MOTORS}
+    body = MotorNormMode.DEGREES if use_degrees else MotorNormMode.RANGE_M100_100
+    assert all(modes[m] == body for m in SO100_MOTORS[:5]) and modes["gripper"] == MotorNormMode.RANGE_0_100
+    assert list(robot.action_features) == [f"{m}.pos" for m in SO100_MOTORS]
+    log(f"SO101Follower(SO101FollowerConfig(port='/dev/null', use_degrees={use_degrees}, cameras={list(cameras)})) "
+        f"(constructed, never connected): bus norm modes body {body.value}, gripper {MotorNormMode.RANGE_0_100.value}")
+    features = robot_features(robot, use_videos=True)
+    log("features = dataset features of SO101Follower as lerobot-record builds them (use_videos=True)")
+    ds = create(root, f"fixture/{name}", features, robot_type, log)
+    log(f"(robot_type given: LeRobot 0.4.4's SO101Follower.name is {robot.name!r})")
+    rng = np.random.default_rng(SEEDS[name])
+    names = [f"{m}.pos" for m in SO100_MOTORS]
+    written = []
+    for e, n in enumerate(ROBOT_LENGTHS):
+        task = TASKS[EPISODE_TASKS[e]]
+        smooth = []
+        for j, m in enumerate(SO100_MOTORS):
+            if m == "gripper":
+                lo, hi = 0.0, 100.0
+            elif use_degrees:
+                lo, hi = np.rad2deg(SO101_LIMITS_RAD[m])
+            else:
+                lo, hi = -100.0, 100.0
+            smooth.append(wave(n + 1, e, j, lo, hi))
+        smooth = np.stack(smooth, axis=1)
+        noise = 0.05  # degrees, or hundredths of the range
+        state = smooth[:n] + rng.normal(0.0, noise, (n, 6))
+        action = smooth[1:] + rng.normal(0.0, noise, (n, 6))  # the leader's reading: the next frame's target
+        written.append({"observation.state": state, "action": action})
+        for i in range(n):
+            obs = dict(zip(names, map(float, state[i])))
+            act = dict(zip(names, map(float, action[i])))
+            pan_deg = smooth[i, 0] if use_degrees else smooth[i, 0] * 1.1  # bar x: shoulder_pan, as degrees
+            for cam in cameras:
+                obs[cam] = bars([0.8 * pan_deg], e)
+            ds.add_frame({**build_dataset_frame(ds.features, obs, prefix="observation"),
+                          **build_dataset_frame(ds.features, act, prefix="action"), "task": task})
+        ds.save_episode()
+        log(f"{n} x add_frame({{**obs_frame, **action_frame, 'task': {task!r}}}); save_episode()  "
+            "# *_frame = build_dataset_frame(ds.features, values, prefix)")
+    ds.finalize()
+    log("finalize()")
+    unit = "degrees (zero at mid-range)" if use_degrees else "-100..100 (RANGE_M100_100)"
+    limits = ({m: [round(float(x), 3) for x in np.rad2deg(SO101_LIMITS_RAD[m])] for m in SO100_MOTORS[:5]}
+              if use_degrees else {m: [-100.0, 100.0] for m in SO100_MOTORS[:5]})
+    CONTENT[name] = {
+        "units": {"body": unit, "gripper.pos": "0..100 (RANGE_0_100)"},
+        "range_used": {**{f"{m}.pos": v for m, v in limits.items()}, "gripper.pos": [0.0, 100.0]},
+        "values": "each dimension a smooth wave within the middle 80 % of its range, plus N(0, 0.05) noise; "
+                  "action = the next frame's smooth value plus its own noise",
+        "cameras": ({c: "bright bar whose x follows 0.8 x shoulder_pan (degrees" + ("" if use_degrees else
+                     ", from -100..100 x 1.1") + "), AV1" for c in cameras}),
+        "planted": "nothing: clean",
+        "written_ranges": written_ranges(written, {"observation.state": names, "action": names}),
+    }
+
+
+def record_arrays(root: Path, name: str, robot_type: str, features: dict, episodes: list[dict[str, np.ndarray]],
+                  log: Log, how: str) -> None:
+    """Episodes given as (n, D) arrays per feature, passed to add_frame as float32 arrays, as recorders that
+    are not lerobot-record do (a ROS 2 node, the ALOHA scripts): features written as given."""
+    ds = create(root, f"fixture/{name}", features, robot_type, log)
+    keys = list(episodes[0])
+    for e, arrays in enumerate(episodes):
+        task = TASKS[EPISODE_TASKS[e % len(EPISODE_TASKS)]]
+        n = len(arrays[keys[0]])
+        for i in range(n):
+            ds.add_frame({**{k: np.asarray(arrays[k][i], dtype=np.float32) for k in keys}, "task": task})
+        ds.save_episode()
+        log(f"{n} x add_frame({{{', '.join(f'{k!r}: <float32 ({arrays[k].shape[1]},)>' for k in keys)}, "
+            f"'task': {task!r}}}); save_episode()  # {how}")
+    ds.finalize()
+    log("finalize()")
+
+
+def vector_feature(names, as_motors: bool = False) -> dict:
+    return {"dtype": "float32", "shape": (len(names),), "names": {"motors": list(names)} if as_motors else list(names)}
+
+
+def make_aloha(root: Path, log: Log) -> None:
+    name = "v30_aloha"
+    names = [f"{s}_{j}" for s in ("left", "right") for j in ALOHA_JOINTS]
+    features = {"observation.state": vector_feature(names, True), "action": vector_feature(names, True)}
+    log("features by hand, as ALOHA datasets declare them: observation.state and action float32 (14,), "
+        "names {'motors': [left_waist .. left_gripper, right_waist .. right_gripper]} (LeRobot 0.4.4 has no ALOHA "
+        "robot; build_dataset_frame cannot read a names mapping, so the frames are arrays)")
+    rng = np.random.default_rng(SEEDS[name])
+    episodes = []
+    for e, n in enumerate(ROBOT_LENGTHS):
+        cols = []
+        for s in range(2):  # left, then right
+            for j, joint in enumerate(ALOHA_JOINTS):
+                lo, hi = ALOHA_RANGES[joint]
+                cols.append(wave(n + 1, e, j, lo, hi, frac=0.4 if joint == "gripper" else 0.2, phase=0.9 * s))
+        smooth = np.stack(cols, axis=1)
+        episodes.append({"observation.state": smooth[:n] + rng.normal(0.0, 1e-3, (n, 14)),
+                         "action": smooth[1:] + rng.normal(0.0, 1e-3, (n, 14))})
+    record_arrays(root, name, "aloha", features, episodes, log, "rows of the arrays below")
+    CONTENT[name] = {
+        "units": {"joints": "rad", "gripper": "0..1 (normalised)"},
+        "range_used": {f"{s}_{j}": list(ALOHA_RANGES[j]) for s in ("left", "right") for j in ALOHA_JOINTS},
+        "values": "joints: smooth waves within the middle 40 % of the ViperX 300 S range, gripper within 0.1..0.9, "
+                  "plus N(0, 0.001) noise; action = the next frame's smooth value plus its own noise",
+        "names_form": "{'motors': [...]}",
+        "planted": "nothing: clean",
+        "written_ranges": written_ranges(episodes, {"observation.state": names, "action": names}),
+    }
+
+
+def make_openarm_ros(root: Path, log: Log) -> None:
+    name = "v30_openarm_ros"
+    names = [f"{s}_rev{k}" for s in ("left", "right") for k in range(1, 9)]
+    zero = names.index("right_rev3")
+    features = {"observation.state": vector_feature(names), "action": vector_feature(names)}
+    log("features by hand, as a ROS 2 recording node declares them: observation.state and action float32 (16,), "
+        "names left_rev1..left_rev8, right_rev1..right_rev8 (rev8 the gripper)")
+    rng = np.random.default_rng(SEEDS[name])
+    episodes = []
+    for e, n in enumerate(ROBOT_LENGTHS):
+        cols = [np.deg2rad(motion(side, n, e)[f"{m}.pos"]) for side in ("left", "right") for m in MOTORS]
+        state = np.stack(cols, axis=1) + rng.normal(0.0, 5e-4, (n, 16))
+        state[:, zero] = 0.0  # a joint name missing from /joint_states: written as 0.0
+        state = state.astype(np.float32)
+        action = np.concatenate([state[1:], state[-1:]])  # the next frame's state; the last frame's its own
+        episodes.append({"observation.state": state, "action": action})
+    record_arrays(root, name, "openarm_static_bimanual", features, episodes, log,
+                  "state: /joint_states in rad; action[i] = state[i+1], action[last] = state[last]")
+    CONTENT[name] = {
+        "units": {"joints": "rad", "rev8 (gripper)": "rad"},
+        "range_used": {f"{s}_rev{k}": [round(float(x), 6) for x in np.deg2rad(LIMITS[s][m])]
+                       for s in ("left", "right") for k, m in enumerate(MOTORS, 1)},
+        "values": "LeRobot's OpenArm joint limits (inside the OpenArm MJCF's too) in rad; smooth waves within the "
+                  "middle 80 % (motion()), plus N(0, 0.0005) noise; stored float32",
+        "action": "action[i] == observation.state[i+1] bit for bit; action[last] == observation.state[last], so "
+                  "the last two actions of every episode are equal (as the ROS 2 recorder writes them)",
+        "planted": {"zero_joint": {"name": "right_rev3", "dimension": zero, "value": 0.0,
+                                   "where": "every frame of every episode, observation.state and action"}},
+        "written_ranges": written_ranges(episodes, {"observation.state": names, "action": names}),
+    }
+
+
+def make_state_actions(root: Path, log: Log) -> None:
+    name = "v30_state_actions"
+    joints = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "gripper")
+    names = [f"{s}.{j}.pos" for s in ("left", "right") for j in joints]
+    constant = {names.index(k): v for k, v in (("left.joint_4.pos", 0.3), ("left.joint_5.pos", -0.2),
+                                               ("right.joint_4.pos", 0.3), ("right.joint_5.pos", -0.2))}
+    pinned = names.index("right.gripper.pos")
+    lengths = (40, 40, 40)
+    dip_episode, dip = 1, (17, 22)  # state frames below the gripper's max (inclusive)
+    freeze_episode, freeze = 0, (5, 35)  # action frames equal to the action at frame 5 (inclusive): 1 s
+    features = {"state": vector_feature(names), "actions": vector_feature(names)}
+    log("features by hand: vectors named 'state' and 'actions' (not observation.state/action), float32 (12,), "
+        "names left.joint_1.pos .. left.gripper.pos, right.joint_1.pos .. right.gripper.pos")
+    rng = np.random.default_rng(SEEDS[name])
+    episodes = []
+    for e, n in enumerate(lengths):
+        cols = []
+        for s in range(2):  # left, then right
+            for j, joint in enumerate(joints):
+                lo, hi = (0.0, 1.0) if joint == "gripper" else (-1.2, 1.2)
+                cols.append(wave(n + 1, e, j, lo, hi, phase=0.9 * s))
+        # n + 1 frames: the last one, never recorded, is the last frame's action
+        state = np.stack(cols, axis=1) + rng.normal(0.0, 1e-3, (n + 1, 12))
+        for d, v in constant.items():
+            state[:, d] = v
+        state[:, pinned] = 1.0
+        if e == dip_episode:
+            k = np.arange(dip[1] - dip[0] + 1)
+            state[dip[0]:dip[1] + 1, pinned] = 1.0 - 0.5 * np.sin(np.pi * (k + 1) / (len(k) + 1))
+        state = state.astype(np.float32)
+        state, actions = state[:n], state[1:].copy()
+        if e == freeze_episode:
+            actions[freeze[0]:freeze[1] + 1] = actions[freeze[0]]
+        episodes.append({"state": state, "actions": actions})
+    record_arrays(root, name, "bimanual_custom", features, episodes, log,
+                  "actions[i] = state[i+1] (the last: the state one frame on, not recorded), but for the "
+                  "frozen stretch")
+    total = sum(lengths)
+    below = dip[1] - dip[0] + 1
+    CONTENT[name] = {
+        "units": {"joints": "rad", "gripper": "0..1"},
+        "values": "moving joints: smooth waves within -0.96..0.96 rad, grippers within 0.1..0.9, plus N(0, 0.001) "
+                  "noise; actions[i] = state[i+1] (the last frame's: the state one frame past the episode, not recorded), "
+                  "except the frozen stretch; no two consecutive actions equal outside it",
+        "planted": {
+            "constant_dimensions": {"features": ["state", "actions"], "dimensions": sorted(constant),
+                                    "names": [names[d] for d in sorted(constant)],
+                                    "values": [constant[d] for d in sorted(constant)],
+                                    "share": f"{len(constant)} of {len(names)}", "where": "every frame"},
+            "gripper_at_max": {"dimension": pinned, "name": names[pinned], "max": 1.0,
+                               "share_at_max": round((total - below) / total, 4), "frames": total,
+                               "below_max": {"state": {"episode": dip_episode, "frames": list(dip)},
+                                             "actions": {"episode": dip_episode, "frames": [dip[0] - 1, dip[1] - 1]}},
+                               "features": ["state", "actions"]},
+            "frozen_action": {"feature": "actions", "episode": freeze_episode, "frames": list(freeze),
+                              "frame_count": freeze[1] - freeze[0] + 1,
+                              "seconds": (freeze[1] - freeze[0]) / FPS, "dimensions": "all 12",
+                              "value": "actions at frame 5 (= state at frame 6)"},
+        },
+        "written_ranges": written_ranges(episodes, {"state": names, "actions": names}),
+    }
+
+
 def clean(root: Path) -> list[str]:
     """Remove what LeRobot leaves that is not part of the dataset; the removed paths."""
     removed = []
@@ -430,6 +712,25 @@ def make_v30(work: Path, only: set[str]) -> dict[str, tuple[Path, list[str]]]:
         record(work / "v30_radians", "fixture/v30_radians", "openarm_follower", (), log, radians=True)
         log("(pos and vel values written in rad and rad/s, under names whose LeRobot unit is degrees)")
         made["v30_radians"] = (work / "v30_radians", log.calls)
+    if want("v30_so101"):
+        print("v30_so101", flush=True)
+        log = Log()
+        record_so(work / "v30_so101", "v30_so101", use_degrees=True, robot_type="so101_follower", cameras=("front",),
+                  log=log)
+        made["v30_so101"] = (work / "v30_so101", log.calls)
+    if want("v30_so101_m100"):
+        print("v30_so101_m100", flush=True)
+        log = Log()
+        record_so(work / "v30_so101_m100", "v30_so101_m100", use_degrees=False, robot_type="so100_follower",
+                  cameras=(), log=log)
+        made["v30_so101_m100"] = (work / "v30_so101_m100", log.calls)
+    for name, make in (("v30_aloha", make_aloha), ("v30_openarm_ros", make_openarm_ros),
+                       ("v30_state_actions", make_state_actions)):
+        if want(name):
+            print(name, flush=True)
+            log = Log()
+            make(work / name, log)
+            made[name] = (work / name, log.calls)
     if "v30_bi_openarm_av1" not in only:
         made.pop("v30_bi_openarm_av1", None)
     return made
@@ -490,6 +791,7 @@ def main() -> int:
                 "command": command,
                 "lerobot_calls": calls,
                 "removed_after_writing": removed,
+                **({"content": CONTENT[name]} if name in CONTENT else {}),
                 "total_size": sum(f["size"] for f in files.values()),
                 "files": files,
             }
