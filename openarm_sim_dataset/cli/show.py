@@ -55,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"contact sheet ({len(lay.panels)} {args.contact_sheet}s) written to {lay.path}")
             return 0
         episode = args.episode if args.episode is not None else 0
-        lay = show_frame(ds, episode, args.output, frame=args.frame, time_s=args.time)
-        print(f"episode {ds.episode_id(episode)} frame {lay.frame} ({lay.size[0]}x{lay.size[1]} px) written to {lay.path}")
-        if args.plot is not None:
+        if args.plot is not None:  # first: the joints are plotted even when a camera's file is missing
             out = Path(args.plot) if args.plot else Path(args.output).with_name(Path(args.output).stem + "-plot.png")
             plot_episode(ds, episode, out, hz=args.hz)
             print(f"joint plot written to {out}")
+        lay = show_frame(ds, episode, args.output, frame=args.frame, time_s=args.time)
+        print(f"episode {ds.episode_id(episode)} frame {lay.frame} ({lay.size[0]}x{lay.size[1]} px) written to {lay.path}")
         return 0
 
     return run(body, "dataset-show")

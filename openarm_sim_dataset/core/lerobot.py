@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import layout, lerobot_layout as lrl, sampler
 from .errors import CameraError, DatasetError, MetadataError, StreamError
@@ -134,6 +135,9 @@ class LeRobotSource:
             raise MetadataError(self.info_path, f"chunks_size must be positive, not {self.chunks_size}")
         self.video_keys = [k for k, f in features.items() if f["dtype"] == "video"]
         self.image_keys = [k for k, f in features.items() if f["dtype"] == "image"]
+        if not self.vector_keys():  # any numeric feature is read as one (``state``, ``actions`` in the wild)
+            raise MetadataError(self.info_path, f"declares no state or action feature (no numeric feature besides "
+                                                f"LeRobot's indices; features: {', '.join(features)}): no joints to read")
         if self.video_keys and not isinstance(info.get("video_path"), str):
             raise MetadataError(self.info_path, "has video features but no video_path")
         self.tasks = self._read_tasks()
@@ -147,6 +151,48 @@ class LeRobotSource:
         self.metadata = Metadata(self._document(), self.info_path, version=lrl.layout_name(version))
         #: the folder's scan for misplaced files (:meth:`locate_missing`), made once when first needed
         self._scan: tuple[dict[str, list[str]], bool] | None = None
+        self._check_columns()
+
+    def vector_keys(self) -> list[str]:
+        """The numeric features other than LeRobot's bookkeeping columns (state, action, ...)."""
+        return [k for k, f in self.features.items() if k not in lrl.DEFAULT_FEATURES
+                and f["dtype"] not in lrl.VISUAL_DTYPES and f["dtype"] != "string"]
+
+    def _check_columns(self) -> None:
+        """Refuse an info.json that its frame table contradicts (a declared feature without its column, a
+        vector whose length is not its declared shape), judged on the first episode's data file: every
+        reader of the dataset would fail on it. A missing or unreadable file is left to the validator
+        (``lerobot_files`` names it)."""
+        ep = next((str(e["episode_index"]) for e in self.episodes), None)
+        if ep is None:
+            return
+        try:
+            path = self.data_path(ep)
+            pf = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException, DatasetError):
+            return
+        with pf:
+            names = set(pf.schema_arrow.names)
+            keys = self.vector_keys()
+            absent = [k for k in keys if k not in names]
+            if absent:
+                raise MetadataError(self.info_path, f"declares {', '.join(map(repr, absent))}, which {path} has no "
+                                                    f"column for")
+            lists = [k for k in keys if pa.types.is_list(t := pf.schema_arrow.field(k).type)
+                     or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)]
+            if not lists or not pf.metadata.num_rows:
+                return
+            try:
+                first = next(pf.iter_batches(batch_size=1, columns=lists, use_threads=False))
+            except (OSError, pa.ArrowException, StopIteration):
+                return  # an unreadable file: lerobot_files names it
+        for key in lists:
+            want = int(np.prod(self.features[key]["shape"])) if self.features[key]["shape"] else 1
+            value = first.column(key)[0]
+            got = len(value) if value.is_valid else want
+            if got != want:
+                raise MetadataError(self.info_path, f"features.{key} has shape {self.features[key]['shape']}, "
+                                                    f"{path} holds {got} values a row")
 
     # ---------------------------------------------------------------- metadata
     def _read_tasks(self) -> dict[int, str]:

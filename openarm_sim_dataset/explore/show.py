@@ -20,6 +20,7 @@ from openarm_sim_dataset.core import layout, sampler
 from openarm_sim_dataset.core.atomic import atomic_write_with
 from openarm_sim_dataset.core.dataset import Dataset, EpisodeRef
 from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.lerobot import MissingVideo
 from openarm_sim_dataset.core.palette import LABEL_COLOURS, OKABE_ITO, label_palette, label_table  # noqa: F401 - re-exported
 
 DEPTH_CMAP = "viridis"
@@ -196,8 +197,11 @@ def plot_episode(ds: Dataset, episode: EpisodeRef, out: str | os.PathLike, hz: f
             panels.append((o, a, f"{key.split('/', 1)[1]} (as stored)"))
     if not panels:
         raise DatasetError(ds.episode_path(episode), "no qpos stream to plot")
-    cams = ds.load_cameras(episode)
-    stamps = [s.timestamps for s in list(obs.values()) + list(act.values())] + [c.timestamps for c in cams.values() if c.num_frames]
+    # the joints are plotted whether or not the cameras' files are there: a missing MP4 is a labelled empty row
+    cams = ds.load_cameras(episode, missing_ok=True)
+    gone = {name for name, c in cams.items() if isinstance(c, MissingVideo)}
+    stamps = [s.timestamps for s in list(obs.values()) + list(act.values())] + \
+        [c.timestamps for name, c in cams.items() if c.num_frames and name not in gone]
     start, end = sampler.common_range(stamps)
     grid = sampler.time_grid(start, end, hz)
     t0 = min(int(a[0]) for a in stamps)
@@ -217,9 +221,11 @@ def plot_episode(ds: Dataset, episode: EpisodeRef, out: str | os.PathLike, hz: f
     fig.suptitle(f"{ds.root.name}: episode {ds.episode_id(episode)}: joint positions, solid obs, dashed action; "
                  f"dots: the {hz:g} Hz sampling grid ({len(grid)} samples)", fontsize=10)
     rug = axes[-1]
-    for r, (_name, cam) in enumerate(cams.items()):
-        rug.vlines((cam.timestamps - t0) / 1e9, r + 0.1, r + 0.9, color=OKABE_ITO[(r + 5) % 8], lw=0.8)
-    rug.set_yticks([r + 0.5 for r in range(len(cams))], list(cams), fontsize=8)
+    for r, (name, cam) in enumerate(cams.items()):
+        if name not in gone:
+            rug.vlines((cam.timestamps - t0) / 1e9, r + 0.1, r + 0.9, color=OKABE_ITO[(r + 5) % 8], lw=0.8)
+    rug.set_yticks([r + 0.5 for r in range(len(cams))],
+                   [f"{n} (video missing)" if n in gone else n for n in cams], fontsize=8)
     rug.set_ylim(0, max(len(cams), 1))
     rug.set_xlabel("time since the episode's first sample (s)")
     rug.set_title("camera frame times", fontsize=8, loc="left")

@@ -26,9 +26,17 @@ from openarm_sim_dataset.core.video import video_index
 
 from .check import CheckFn, Context, Outcome, finding, nothing_to_judge
 
-#: stats.json and per-episode stats may differ from the recomputed ones by this much, relative to the
-#: feature's scale (LeRobot computes in float64 from float32 data; 0.4.x quantiles are approximate)
+#: stats.json may differ from the recomputed figures by this much, relative to the feature's scale, at
+#: the least (JSON's decimal rounding, float64 against float32 figures)
 STATS_RTOL = 1e-4
+#: units in the last place (of the stored float type, at the dimension's magnitude) that LeRobot's own
+#: per-episode moments may be off by. LeRobot (0.4.x `RunningQuantileStats`) computes each episode's mean
+#: and mean of squares in float32 with numpy's pairwise sums, its variance as `E[x^2] - E[x]^2` (which
+#: cancels: a constant float32 dimension at 30 gets a std of about 0.016, at 2 about 0.0012), then pools
+#: the episodes (`aggregate_stats`: count-weighted means, variances plus squared mean offsets). Bound
+#: per episode: mean +-U ulps of max|x|; mean of squares +-U ulps of max x^2; variance +-3U ulps of
+#: max x^2; pooled, the offsets' squares add 4U: +-7U, each weighted by the episode's rows.
+LEROBOT_ULPS = 8
 
 
 def _source(ctx: Context) -> LeRobotSource:
@@ -388,8 +396,17 @@ def _numeric_features(src: LeRobotSource) -> list[str]:
     return [k for k, f in src.features.items() if f["dtype"] not in lrl.VISUAL_DTYPES and f["dtype"] != "string"]
 
 
+def _rounding(src: LeRobotSource, key: str) -> float:
+    """The unit roundoff of the type LeRobot computes a feature's moments in: float32 for float32 (and
+    smaller) data, float64 otherwise (integers and float64 are averaged in float64)."""
+    small = src.features[key]["dtype"] in ("float32", "float16", "bfloat16")
+    return float(np.finfo(np.float32 if small else np.float64).eps)
+
+
 def _moments(ctx: Context) -> dict[str, dict[str, np.ndarray]]:
-    """Per numeric feature over every episode: min, max, mean, std (population) and count, in float64."""
+    """Per numeric feature over every episode: min, max, mean, std (population) and count, in float64;
+    and ``mean_tol``/``var_tol``, how far LeRobot's own way of computing the mean and the variance may
+    land from them (:data:`LEROBOT_ULPS`: per episode, of its max |x| and max x^2, weighted by rows)."""
     if "lerobot_moments" in ctx.cache:
         return ctx.cache["lerobot_moments"]
     src = _source(ctx)
@@ -404,7 +421,8 @@ def _moments(ctx: Context) -> dict[str, dict[str, np.ndarray]]:
             if x is None or not len(x):
                 continue
             a = acc.setdefault(key, [np.full(x.shape[1], np.inf), np.full(x.shape[1], -np.inf),
-                                     np.zeros(x.shape[1]), np.zeros(x.shape[1]), 0])
+                                     np.zeros(x.shape[1]), np.zeros(x.shape[1]), 0,
+                                     np.zeros(x.shape[1]), np.zeros(x.shape[1])])
             if a[2].shape != (x.shape[1],):
                 continue
             a[0] = np.minimum(a[0], x.min(0))
@@ -412,11 +430,15 @@ def _moments(ctx: Context) -> dict[str, dict[str, np.ndarray]]:
             a[2] = a[2] + x.sum(0)
             a[3] = a[3] + (x * x).sum(0)
             a[4] += len(x)
+            big = np.abs(x).max(0)
+            a[5] = a[5] + len(x) * big  # rows x the episode's magnitude: the pooled rounding bound's weights
+            a[6] = a[6] + len(x) * big * big
     out = {}
-    for key, (lo, hi, s, s2, n) in acc.items():
+    for key, (lo, hi, s, s2, n, big, big2) in acc.items():
         mean = s / n
+        u = LEROBOT_ULPS * _rounding(src, key)
         out[key] = {"min": lo, "max": hi, "mean": mean, "std": np.sqrt(np.maximum(0.0, s2 / n - mean**2)),
-                    "count": np.array([n])}
+                    "count": np.array([n]), "mean_tol": u * big / n, "var_tol": 7 * u * big2 / n}
     ctx.cache["lerobot_moments"] = out
     return out
 
@@ -448,10 +470,11 @@ def check_lerobot_stats(ctx: Context) -> Outcome:
     if problem:
         return Outcome(False, problem, [])
     if stats is None:
-        return Outcome(True, f"no {lrl.STATS_JSON} (v2.1 keeps per-episode stats only)", skipped=True,
-                       applicable=src.codebase_version == "v3.0")
+        why = {"v2.0": "a v2.0 dataset without it", "v2.1": "v2.1 keeps per-episode stats only"}.get(
+            src.codebase_version, "v3.0 needs it")
+        return nothing_to_judge(f"no {lrl.STATS_JSON} ({why})", applicable=src.codebase_version == "v3.0")
     moments = _moments(ctx)
-    problems = []
+    problems, values = [], 0
     for key, want in moments.items():
         got = stats.get(key)
         if not isinstance(got, dict):
@@ -472,10 +495,17 @@ def check_lerobot_stats(ctx: Context) -> Outcome:
                 d = int(np.flatnonzero(~np.isfinite(value))[0])
                 problems.append(f"{key}.{stat}[{d}] is {value[d]}")
                 continue
-            err = np.abs(value - want[stat]) / scale
-            if (err > STATS_RTOL).any():
-                d = int(np.argmax(err))
-                problems.append(f"{key}.{stat}[{d}] is {value[d]:.6g}, the data gives {want[stat][d]:.6g}")
+            tol = STATS_RTOL * scale
+            if stat == "mean":
+                tol = np.maximum(tol, want["mean_tol"])
+            elif stat == "std":  # a variance error d moves a std s by sqrt(s^2 + d) - s (all of sqrt(d) at 0)
+                tol = np.maximum(tol, np.sqrt(want["std"] ** 2 + want["var_tol"]) - want["std"])
+            over = np.abs(value - want[stat]) / tol
+            values += value.size
+            if (over > 1).any():
+                d = int(np.argmax(over))
+                problems.append(f"{key}.{stat}[{d}] is {value[d]:.6g}, the data gives {want[stat][d]:.6g} "
+                                f"(tolerance {tol[d]:.2g})")
         for q in ("q01", "q10", "q50", "q90", "q99"):
             if q in got:
                 value = np.asarray(got[q], dtype=np.float64).reshape(-1)
@@ -493,14 +523,21 @@ def check_lerobot_stats(ctx: Context) -> Outcome:
     # merge leave their entries stale, which misleads no training: a warning
     bookkeeping = [p for p in problems if p.split(".", 1)[0].split(":", 1)[0] in lrl.DEFAULT_FEATURES]
     problems = [p for p in problems if p not in bookkeeping]
+    judged = {"features": len(moments), "values": values}
     if problems:
-        return Outcome(False, f"{lrl.STATS_JSON}: {len(problems)} statistic(s) disagree with the data: "
-                              f"{'; '.join(problems[:4])}", [])
-    detail = f"{lrl.STATS_JSON}: {len(moments)} features' min/max/mean/std equal the data's (relative {STATS_RTOL:g})"
+        return Outcome(False, f"{lrl.STATS_JSON}: {len(problems)} statistic(s) disagree with the data beyond "
+                              f"LeRobot's own rounding: {'; '.join(problems[:4])}", [], judged=judged)
+    if not moments:
+        return nothing_to_judge("no numeric feature readable (lerobot_files names the missing data files)",
+                                applicable=True)
+    detail = (f"{lrl.STATS_JSON}: {len(moments)} features' min/max/mean/std equal the data's within LeRobot's "
+              f"own rounding (mean {LEROBOT_ULPS} ulps of the magnitude, variance {7 * LEROBOT_ULPS} ulps of its "
+              f"square, float32 data in float32; at least {STATS_RTOL:g} of the range)")
     if bookkeeping:
         return Outcome(True, f"{detail}, but for {len(bookkeeping)} statistic(s) of the index columns, which no "
-                             f"training normalises: {'; '.join(bookkeeping[:3])}", warned=list(ctx.episodes))
-    return Outcome(True, detail)
+                             f"training normalises: {'; '.join(bookkeeping[:3])}", warned=list(ctx.episodes),
+                       judged=judged)
+    return Outcome(True, detail, judged=judged)
 
 
 def check_lerobot_zero_variance(ctx: Context) -> Outcome:
