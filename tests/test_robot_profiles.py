@@ -323,3 +323,21 @@ def test_a_ros2_recording_in_lerobot_converts_validates_and_is_read_by_openarm_d
     assert assert_reads_like_reference(out) > 0
     m = detect(ds.lerobot.info["robot_type"], {k: ds.lerobot.vector_names(k) for k in ("observation.state", "action")})
     assert (m.profile.name, m.naming.name) == ("openarm", "ros2_v0.3")
+
+
+# ------------------------------------------------------------------------------------- the reference page
+def test_the_robot_reference_page_shows_every_profile_naming_and_source():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import docs_reference as ref
+
+    page = ref.robots_page()
+    for p in profiles().values():
+        assert f"\n## `{p.name}`\n" in page
+        for naming in p.namings:
+            assert f"naming `{naming.name}`" in page
+            assert all(f"`{n}`" in page for n in naming.example())
+        for key in p.sources:
+            assert f"- `[{key}]` " in page
+    assert "| right | `joint1` | joint | `rad` | -1.3963 | 3.4907 | 16.7547 |" in page

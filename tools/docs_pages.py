@@ -1,5 +1,5 @@
 """mkdocs-gen-files script (mkdocs.yml): writes the generated pages into the site being built, from
-tools/docs_reference.py (the command line, the checks, the tasks, the modules, the model zoo) and the changelog. Nothing is
+tools/docs_reference.py (the command line, the checks, the tasks, the robots, the modules, the model zoo) and the changelog. Nothing is
 written into docs/: the pages exist only in the build, so they cannot go stale in the repository."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ PAGES = {
     "reference/cli.md": ref.cli_page,
     "reference/checks.md": ref.checks_page,
     "reference/tasks.md": ref.tasks_page,
+    "reference/robots.md": ref.robots_page,
     "reference/modules.md": ref.modules_page,
 }
 

@@ -6,6 +6,7 @@
   ``Thresholds`` fields its code reads; the planted faults the tests show it catches: the fault -> check
   tables of ``tests/``);
 - ``tasks_page()``: the task registry (prompt, arms, success rule) and the randomisation ranges;
+- ``robots_page()``: the robot profiles (names per naming, units, limits with their sources);
 - ``baseline_pages()``: one page per shipped baseline card;
 - ``modules_page()``: every public module, layer by layer, with the first sentence of its docstring.
 
@@ -328,6 +329,71 @@ def tasks_page() -> str:
 
 
 
+def _number(x: float | None) -> str:
+    return "—" if x is None else f"{x:.6g}"
+
+
+def robots_page() -> str:
+    """The robot reference: every shipped profile of the registry, its namings and their units and limits."""
+    from openarm_sim_dataset.core.robots import UNITS, profiles
+
+    known = profiles()
+    lines = ["# Robots", "",
+             "Generated from the robot registry (`openarm_sim_dataset.core.robots`: one YAML file per robot "
+             "under `core/robots/data/`) when the site is built. A profile names the robot's joints, how each "
+             "recorder writes them (a *naming*: `<prefix><name><suffix>`, the prefix saying the side and the "
+             "suffix the attribute), and per naming the units and limits each version of the recorder writes "
+             "(a *unit variant*), with the source of every number. A number no source gives is left empty, and "
+             "the note says why.", "",
+             "`detect()` decides from the `robot_type` a dataset declares, then from the names of its "
+             "dimensions (a naming matches when it covers one whole arm), then from the values: a value past a "
+             "*hard* limit (a normalisation LeRobot clamps) rules that variant out; among the others the first "
+             "listed whose limits hold every value is taken, and the reason says which others fit too. Nothing "
+             "matching, the `generic` profile matches and every check that needs units or limits skips. A "
+             "profile file of the same shape (`load_profile_file`) describes a robot not shipped here.", "",
+             "Units: " + "; ".join(f"`{u}` {what}" for u, what in UNITS.items()) + ".", "",
+             "| robot | robot_type | namings |", "|---|---|---|"]
+    for p in known.values():
+        types = ", ".join(f"`{t}`" for t in p.robot_types) or "any (matched last)"
+        lines.append(f"| [`{p.name}`](#{p.name}) | {types} | {', '.join(n.name for n in p.namings) or '—'} |")
+    for p in known.values():
+        lines += ["", f"## `{p.name}`", "", _cell(_prose(p.description)) + ".", ""]
+        if p.robot_types:
+            lines += [f"**robot_type:** {', '.join(f'`{t}`' for t in p.robot_types)}.", ""]
+        if not p.namings:
+            lines += ["No names, units or limits: whatever the dataset holds is kept as stored, and checks of "
+                      "units, limits and speeds skip with \"robot ... has no profile\".", ""]
+        short = {text: key for key, text in p.sources.items()}
+        for naming in p.namings:
+            lines += ["", f"### `{p.name}`: naming `{naming.name}`", "", _cell(_prose(naming.written_by)) + ".", ""]
+            sides = ", ".join(f"`{pre or '(none)'}` {side}" for pre, side in naming.prefixes)
+            attrs = ", ".join(f"`{suf or '(none)'}` {attr}" for suf, attr in naming.suffixes)
+            lines += [f"- **Prefixes:** {sides}.", f"- **Suffixes:** {attrs}.",
+                      "- **Names:** " + ", ".join(f"`{n}`" for n in naming.example()) + "."]
+            if naming.mimic:
+                lines += ["- **Mimic** (kept as stored, beside the arm): "
+                          + ", ".join(f"`{n}` follows {j}" for n, j in naming.mimic) + "."]
+            for variant in naming.variants:
+                lines += ["", f"**Unit variant `{variant.name}`:** {_cell(_prose(variant.description))}.", "",
+                          "| side | joint | role | unit | lower | upper | velocity /s | source | note |",
+                          "|---|---|---|---|---|---|---|---|---|"]
+                for joint, _ in p.joints:
+                    rows = [variant.limit(side, joint) for side in p.sides]
+                    same = all((r.lower, r.upper, r.velocity) == (rows[0].lower, rows[0].upper, rows[0].velocity)
+                               for r in rows)
+                    for side, lim in ([("all", rows[0])] if same else zip(p.sides, rows)):
+                        source = lim.source
+                        for text, key in short.items():
+                            source = source.replace(text, f"[{key}]")
+                        lines.append(f"| {side} | `{joint}` | {lim.role} | `{lim.unit}` | {_number(lim.lower)} | "
+                                     f"{_number(lim.upper)} | {_number(lim.velocity)} | {_cell(_prose(source)) or '—'} | "
+                                     f"{_cell(_prose(lim.note)) + (' (hard)' if lim.hard else '') if lim.note or lim.hard else ''} |")
+        if p.sources:
+            lines += ["", "**Sources:**", ""]
+            lines += [f"- `[{key}]` {_cell(_prose(text))}" for key, text in p.sources.items()]
+    return "\n".join(lines) + "\n"
+
+
 def baseline_pages() -> dict[str, str]:
     """``{file name: page}``: each shipped baseline card (baselines/*.md) as a page of the model zoo, and
     an index of them with their checkpoint and training data."""
@@ -441,4 +507,5 @@ def _exported(init: Path) -> list[str]:
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "checks"
-    print({"cli": cli_page, "checks": checks_page, "tasks": tasks_page, "modules": modules_page}[which]())
+    print({"cli": cli_page, "checks": checks_page, "tasks": tasks_page, "robots": robots_page,
+           "modules": modules_page}[which]())
