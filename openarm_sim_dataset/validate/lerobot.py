@@ -36,7 +36,7 @@ STATS_RTOL = 1e-4
 #: the episodes (`aggregate_stats`: count-weighted means, variances plus squared mean offsets). Bound
 #: per episode: mean +-U ulps of max|x|; mean of squares +-U ulps of max x^2; variance +-3U ulps of
 #: max x^2; pooled, the offsets' squares add 4U: +-7U, each weighted by the episode's rows.
-LEROBOT_ULPS = 8
+LEROBOT_ULPS = 4
 
 
 def _source(ctx: Context) -> LeRobotSource:
