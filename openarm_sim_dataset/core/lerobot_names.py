@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout
-from .robots import get_profile
+from .robots import Naming, get_profile
 
 _OURS_POSE = re.compile(r"^(right|left)_(x|y|z|qw|qx|qy|qz|gripper)\.pos$")
 #: the profile whose namings map to OpenArm arms
@@ -76,6 +76,11 @@ class ArmColumns:
     @property
     def key(self) -> str:
         return f"arms/{self.side}/{self.attribute}"
+
+    def profile_naming(self) -> Naming:
+        """The openarm profile's naming these names follow: its limits are the ones the values keep
+        (``robots.detect(..., mapped={arm.key: arm.profile_naming()})``)."""
+        return get_profile(PROFILE).naming(self.naming)
 
     def values(self, vectors: np.ndarray) -> np.ndarray:
         """This attribute's (N, 8) float32 values, in radians, from the feature's (N, D) vectors."""

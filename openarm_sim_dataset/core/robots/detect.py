@@ -32,11 +32,29 @@ _LAYOUT_QPOS = re.compile(r"^arms/(right|left)/qpos$")
 Ranges = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
 
-def written_names(key: str, names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+def written_names(key: str, names: list[str] | tuple[str, ...], naming: Naming | None = None) -> tuple[str, ...]:
     """The dimension names of a vector as a recorder writes them: an OpenArm layout stream
-    ``arms/<side>/qpos`` (columns ``joint1`` .. ``gripper``) as ``<side>_joint1.pos`` ..; others as given."""
+    ``arms/<side>/qpos`` (columns ``joint1`` .. ``gripper``) as ``<side>_joint1.pos`` .., or, when the reader
+    mapped it from another ``naming``, as that naming writes its side's positions; others as given."""
     m = _LAYOUT_QPOS.match(key)
-    return tuple(f"{m[1]}_{n}.pos" for n in names) if m else tuple(names)
+    if not m:
+        return tuple(names)
+    if naming is None:
+        return tuple(f"{m[1]}_{n}.pos" for n in names)
+    prefix = next((p for p, side in naming.prefixes if side == m[1]), None)
+    suffix = next((s for s, attribute in naming.suffixes if attribute == "qpos"), "")
+    written = dict(naming.names)
+    if prefix is None:
+        return tuple(names)
+    return tuple(prefix + written[n] + suffix if n in written else n for n in names)
+
+
+def reader_scale(naming: Naming) -> float:
+    """The factor from a naming's stored position unit to the reader's stream (radians): pi/180 where it
+    stores degrees (the reader converts them, as :mod:`..lerobot_names` does), else 1."""
+    first = naming.variants[0].limits
+    units = {lim.unit for lim in first.values() if lim.role == "joint"}
+    return math.pi / 180 if units == {"deg"} else 1.0
 
 
 def _parsed(naming: Naming, vectors: Mapping[str, tuple[str, ...]]) -> tuple[int, list[str], list[str]]:
@@ -67,6 +85,8 @@ class RobotMatch:
     unit_variant: UnitVariant | None
     why: str
     vectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: per stream the reader converted (degrees to radians): the factor from the naming's unit to the stream's
+    scales: Mapping[str, float] = field(default_factory=dict)
 
     def joints_for(self, key: str) -> list[JointLimit | None]:
         """Per dimension of vector ``key``: the joint it is (side, name, role, unit as stored, limits,
@@ -78,10 +98,12 @@ class RobotMatch:
         if self.naming is None or self.unit_variant is None:
             return [None] * len(names)
         table = self.naming.table()
+        scale = self.scales.get(key, 1.0)
         out: list[JointLimit | None] = []
         for n in names:
             entry = table.get(n)
-            out.append(self.unit_variant.limit(entry[0], entry[1]) if entry and entry[2] == "qpos" else None)
+            lim = self.unit_variant.limit(entry[0], entry[1]) if entry and entry[2] == "qpos" else None
+            out.append(_scaled(lim, scale) if lim is not None and scale != 1.0 and lim.unit == "deg" else lim)
         return out
 
     def unit_problems(self, ranges: Ranges) -> list[str]:
@@ -108,6 +130,15 @@ class RobotMatch:
                 elif unit == "range_m100_100" and reach > 100 * (1 + HARD_TOLERANCE):
                     problems.append(f"{key}: joints reach {reach:.1f} beyond LeRobot's -100..100 normalisation: degrees?")
         return problems
+
+
+def _scaled(lim: JointLimit, scale: float) -> JointLimit:
+    """A degree limit in the radians of the reader's stream."""
+    def s(x: float | None) -> float | None:
+        return None if x is None else x * scale
+    return JointLimit(lim.side, lim.name, lim.role, "rad", s(lim.lower), s(lim.upper), s(lim.velocity),
+                      f"{lim.source} (degrees, converted to radians as the reader converts the values)",
+                      lim.hard, lim.note)
 
 
 def _outside(variant: UnitVariant, naming: Naming, vectors: Mapping[str, tuple[str, ...]], ranges: Ranges,
@@ -166,14 +197,26 @@ def _span(names: list[str]) -> str:
 
 
 def detect(robot_type: str | None, vectors: Mapping[str, list[str] | tuple[str, ...]],
-           ranges: Ranges | None = None, override: RobotProfile | None = None) -> RobotMatch:
+           ranges: Ranges | None = None, override: RobotProfile | None = None,
+           mapped: Mapping[str, Naming] | None = None) -> RobotMatch:
     """The robot, naming and unit variant of a dataset.
 
     ``vectors``: per stream or feature key (``observation.state``, ``action``, ``arms/right/qpos``) the
     names of its dimensions; ``ranges``: per key the per-dimension minimum and maximum over the dataset, as
     stored (to choose a unit variant); ``override``: a profile the user gave (``--robot-file``), used
-    whatever the robot_type says. ``robot_type`` first, then the names, then the values decide."""
-    written = {k: written_names(k, list(v)) for k, v in vectors.items()}
+    whatever the robot_type says. ``robot_type`` first, then the names, then the values decide.
+
+    ``mapped``: per ``arms/<side>/qpos`` stream that the reader mapped from a LeRobot feature, the naming
+    it came from (``ArmColumns.profile_naming()``): the stream is judged by that naming's limits (LeRobot's
+    gripper motor angle, a ROS 2 v0.3 joint frame), given in the stream's radians where the naming stores
+    degrees; ``ranges`` of such a stream are in the stream's units, as for any other."""
+    mapped = {k: n for k, n in (mapped or {}).items() if k in vectors}
+    written = {k: written_names(k, list(v), mapped.get(k)) for k, v in vectors.items()}
+    scales = {k: reader_scale(n) for k, n in mapped.items()}
+    scales = {k: f for k, f in scales.items() if f != 1.0}
+    if ranges and scales:  # the variant is chosen in the naming's own units
+        ranges = {k: ((np.asarray(r[0]) / scales[k], np.asarray(r[1]) / scales[k]) if k in scales else r)
+                  for k, r in ranges.items()}
     known = profiles()
     candidates = [override] if override is not None else [p for p in known.values() if p.namings]
     scored = []
@@ -191,7 +234,9 @@ def detect(robot_type: str | None, vectors: Mapping[str, list[str] | tuple[str, 
 
     def match(p: RobotProfile, naming: Naming, names: list[str], lead: str) -> RobotMatch:
         variant, reason = _choose_variant(naming, written, ranges)
-        return RobotMatch(p, naming, variant, f"{lead}; names {_span(names)} ({naming.name}); {reason}", written)
+        converted = "; degrees converted to radians by the reader" if scales else ""
+        return RobotMatch(p, naming, variant, f"{lead}; names {_span(names)} ({naming.name}); {reason}{converted}",
+                          written, scales)
 
     if override is not None:
         if scored:
@@ -215,7 +260,7 @@ def detect(robot_type: str | None, vectors: Mapping[str, list[str] | tuple[str, 
         if alike:
             m = RobotMatch(m.profile, m.naming, m.unit_variant,
                            m.why + f"; the names are also {', '.join(alike)}'s: {best[4].name} assumed "
-                                   "(a robot_type would decide)", written)
+                                   "(a robot_type would decide)", written, scales)
         return m
     return RobotMatch(known[GENERIC], None, None,
                       f"{said}; no profile knows these names: generic (no unit or limit known)", written)
