@@ -14,6 +14,7 @@ from .encoding import ENCODING_CHECKS
 from .form import FORM_CHECKS
 from .lerobot import LEROBOT_CHECKS, LEROBOT_QUICK, OPENARM_ONLY
 from .physics import PHYSICS_CHECKS
+from .signals import SIGNAL_CHECKS
 
 #: the names of the simulation checks, known once their family is loaded (no table holds one before)
 _SIM_NAMES: set[str] = set()
@@ -62,6 +63,7 @@ def families() -> list[tuple[str, list[tuple[str, CheckFn]], str]]:
         ("encoding", ENCODING_CHECKS, "every dataset with JPEG cameras; not under `--quick`"),
         ("physics", PHYSICS_CHECKS,
          "every dataset (physical consistency of recorded data, no sidecar needed); not under `--quick`"),
+        ("signals", SIGNAL_CHECKS, "every dataset (every dimension of every state and action vector); not under `--quick`"),
         ("lerobot", LEROBOT_CHECKS,
          "LeRobot datasets (v2.1, v3.0), in place of the OpenArm layout's own rows (episode folders, manifests, "
          "summaries, parquet schema, JPEG encoding); info, files, indices, timestamps and video windows also under "
@@ -84,7 +86,7 @@ def check_table(simulation_block: dict | None, quick: bool = False,
         table += [row for row in LEROBOT_CHECKS if not quick or row[0] in LEROBOT_QUICK]
     if quick:
         return table
-    table += CAMERA_CHECKS + PLACEMENT_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS
+    table += CAMERA_CHECKS + PLACEMENT_CHECKS + ENCODING_CHECKS + PHYSICS_CHECKS + SIGNAL_CHECKS
     if lerobot:
         return [row for row in table if row[0] not in OPENARM_ONLY]
     if simulation and simulation_block is not None:

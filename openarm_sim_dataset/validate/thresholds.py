@@ -58,3 +58,20 @@ class Thresholds:
     camera_max_latency_seconds: float = 0.3  # s: recorded data, pictures later than the joints by more: warn
     render_psnr_db: float = 25.0  # dB: re-rendered vs stored frame on another GL renderer (approximate)
     sim_render_stride: int = 1  # re-render every K-th camera frame (1: every frame)
+    # the signal checks (every dimension of every state and action vector, whatever the robot)
+    # a dimension whose range over an episode is at most this times max(1, |value|) rests there (float32
+    # noise of a servoed joint at rest, 1e-9..1e-5 rad in our simulation, stays below it in any unit)
+    signal_rest_range: float = 1e-4
+    # command periods (the median interval between changes of the action): an unchanged action this long is
+    # frozen (0.33 s at 30 Hz; 1 s for a 10 Hz policy stored at 250 Hz; servo quantisation repeats a few frames)
+    frozen_action_min_samples: int = 10
+    # share of an episode spent in frozen runs above which it warns (our planner's settles: 11 %; a public
+    # SO-101 recording 7-36 %, lerobot-doctor)
+    frozen_action_share: float = 0.3
+    pinned_share: float = 0.9  # share of a dimension's samples at its own dataset minimum or maximum: pinned
+    outlier_sigmas: float = 10.0  # std from the dimension's dataset mean: an outlier (lerobot-doctor's 10)
+    # a single-sample step this many times the dimension's 99th-percentile step is a jump (clean data: <= 3.7)
+    jump_factor: float = 10.0
+    drift_sigmas: float = 3.0  # first vs last quarter of a task's episodes, in pooled within-quarter std
+    drift_min_episodes: int = 8  # episodes of one task (in which the vector moves) drift needs
+    convention_max_lag: int = 10  # frames searched for the lag at which the action equals the state
