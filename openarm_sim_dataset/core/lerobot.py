@@ -10,14 +10,13 @@ snapped to the ``fps`` grid when within LeRobot's tolerance of it (:func:`.sampl
 
 The files the episodes refer to (:meth:`LeRobotSource.file_refs`) are only opened when read: a dataset
 whose videos are missing still serves its joints, and :meth:`LeRobotSource.locate_missing` says where
-files of the missing names sit instead (:class:`MissingFiles`), from one bounded scan of the folder.
+files of the missing names sit instead (:class:`~.lerobot_layout.MissingFiles`), from one bounded scan of the folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -317,7 +316,7 @@ class LeRobotSource:
                 broken[ep] = str(e)
         return refs, broken
 
-    def locate_missing(self, missing: list[FileRef]) -> list[MissingFiles]:
+    def locate_missing(self, missing: list[FileRef]) -> list[lrl.MissingFiles]:
         """The ``missing`` files grouped by kind (data, then video), each group with the folders where files
         of the missing names sit instead, or failing that files the template's name pattern matches
         (``file-000.mp4``, ``episode_000000.mp4``), outside the paths the templates build. The folder is
@@ -354,10 +353,24 @@ class LeRobotSource:
 
             by_name = elsewhere(lambda n: n in names)
             folders, matched = (by_name, "names") if by_name else (elsewhere(pattern.match), "pattern")
-            groups.append(MissingFiles(kind, template_key, template, paths, sorted({r.episode for r in mine}, key=int),
+            groups.append(lrl.MissingFiles(kind, template_key, template, paths, sorted({r.episode for r in mine}, key=int),
                                        sorted(folders.items(), key=lambda kv: (-kv[1], kv[0])),
                                        matched if folders else "", truncated))
         return groups
+
+    def episode_bytes(self, episode_id: str) -> dict[str, int] | None:
+        """``{parquet, video}`` bytes of a v2.x episode's own data file and MP4s (a missing one counts 0);
+        None in v3.0, whose files hold many episodes."""
+        if not self.per_episode:
+            return None
+        refs, _ = self.file_refs([episode_id])
+        out = {"parquet": 0, "video": 0}
+        for ref in refs:
+            try:
+                out["parquet" if ref.kind == "data" else "video"] += os.stat(ref.path).st_size
+            except FileNotFoundError:
+                pass
+        return out
 
     def _rel(self, path: Path) -> str:
         try:
@@ -503,53 +516,6 @@ class FileRef(NamedTuple):
     episode: str
     key: str | None
     path: Path
-
-
-@dataclass
-class MissingFiles:
-    """Files of one kind (``data`` or ``video``) that the templates point at and that do not exist.
-
-    ``template_key``/``template``: info.json's ``data_path`` or ``video_path`` and its value; ``paths``
-    the missing files (relative, posix, in episode order); ``episodes`` the episodes referring to them;
-    ``found`` ``[(folder, count)]``: folders (relative, ending ``/``) holding files of the missing names
-    (``matched == "names"``) or, when none, files matching the template's name pattern (``"pattern"``),
-    the fullest first; ``truncated``: the scan stopped at :data:`.lerobot_layout.SCAN_LIMIT` entries."""
-
-    kind: str
-    template_key: str
-    template: str
-    paths: list[str]
-    episodes: list[str]
-    found: list[tuple[str, int]] = field(default_factory=list)
-    matched: str = ""
-    truncated: bool = False
-
-    def describe(self, shown: int = 3) -> str:
-        """One line: ``2 video files missing (a, b); files of these names sit under videos/top/chunk-000/
-        (2); meta/info.json video_path is '...'`` (:func:`missing_line`)."""
-        return missing_line(self.to_dict(), shown)
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "count": len(self.paths), "paths": self.paths, "episodes": self.episodes,
-                "template_key": self.template_key, "template": self.template,
-                "found": [{"folder": f, "files": n} for f, n in self.found], "matched": self.matched or None,
-                "scan_truncated": self.truncated}
-
-
-def missing_line(group: dict, shown: int = 3) -> str:
-    """A :meth:`MissingFiles.to_dict` in words, on one line: how many files, the first ``shown``, where
-    files of those names (or of the template's name pattern) sit, and the template they should match."""
-    n, paths = group["count"], group["paths"]
-    line = f"{n} {group['kind']} file{'s' if n != 1 else ''} missing ({', '.join(paths[:shown])}{', ...' if n > shown else ''})"
-    found = group["found"]
-    if found:
-        what = "files of these names" if group["matched"] == "names" else "files named like the template's"
-        more = f" and {len(found) - shown} more folders" if len(found) > shown else ""
-        line += f"; {what} sit under " + ", ".join(f"{f['folder']} ({f['files']})" for f in found[:shown]) + more
-    else:
-        line += "; no file of these names in the dataset folder" + (
-            f" (the scan stopped after {lrl.SCAN_LIMIT:,} entries)" if group["scan_truncated"] else "")
-    return line + f"; {lrl.INFO_FILE} {group['template_key']} is {group['template']!r}"
 
 
 class MissingVideo(DecodedCamera):

@@ -1,7 +1,8 @@
 """The on-disk contract of LeRobot datasets (``codebase_version`` v2.0, v2.1 and v3.0), as far as
 reading them needs: where ``info.json`` is, the versions read, the columns every frame table has, the
-paths its templates build (refused when they would leave the dataset folder), and a bounded scan of the
-folder that finds files a template does not point at.
+paths its templates build (refused when they would leave the dataset folder), a bounded scan of the
+folder that finds files a template does not point at (:func:`scan_files`; :class:`MissingFiles` says
+where the missing ones sit), and the bytes of the folder by kind (:func:`disk_bytes`).
 
 =========  =====================================================================================
 ``v2.0``   as v2.1 without ``meta/episodes_stats.jsonl`` (``meta/stats.json`` holds the dataset's
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import string
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import MetadataError
@@ -119,8 +121,84 @@ def name_pattern(template: str) -> re.Pattern:
     """The file names a path template builds, as a regular expression: ``file-{file_index:03d}.mp4`` ->
     ``file-\\d+\\.mp4`` (index fields are digits, any other field any name)."""
     parts = []
-    for literal, field, _spec, _conv in string.Formatter().parse(template.rsplit("/", 1)[-1]):
+    for literal, name, _spec, _conv in string.Formatter().parse(template.rsplit("/", 1)[-1]):
         parts.append(re.escape(literal))
-        if field is not None:
-            parts.append(r"\d+" if field.endswith(("index", "chunk")) else r"[^/]+")
+        if name is not None:
+            parts.append(r"\d+" if name.endswith(("index", "chunk")) else r"[^/]+")
     return re.compile("".join(parts) + r"\Z")
+
+
+@dataclass
+class MissingFiles:
+    """Files of one kind (``data`` or ``video``) that the templates point at and that do not exist.
+
+    ``template_key``/``template``: info.json's ``data_path`` or ``video_path`` and its value; ``paths``
+    the missing files (relative, posix, in episode order); ``episodes`` the episodes referring to them;
+    ``found`` ``[(folder, count)]``: folders (relative, ending ``/``) holding files of the missing names
+    (``matched == "names"``) or, when none, files matching the template's name pattern (``"pattern"``),
+    the fullest first; ``truncated``: the scan stopped at :data:`SCAN_LIMIT` entries."""
+
+    kind: str
+    template_key: str
+    template: str
+    paths: list[str]
+    episodes: list[str]
+    found: list[tuple[str, int]] = field(default_factory=list)
+    matched: str = ""
+    truncated: bool = False
+
+    def describe(self, shown: int = 3) -> str:
+        """One line: ``2 video files missing (a, b); files of these names sit under videos/top/chunk-000/
+        (2); meta/info.json video_path is '...'`` (:func:`missing_line`)."""
+        return missing_line(self.to_dict(), shown)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "count": len(self.paths), "paths": self.paths, "episodes": self.episodes,
+                "template_key": self.template_key, "template": self.template,
+                "found": [{"folder": f, "files": n} for f, n in self.found], "matched": self.matched or None,
+                "scan_truncated": self.truncated}
+
+
+def missing_line(group: dict, shown: int = 3) -> str:
+    """A :meth:`MissingFiles.to_dict` in words, on one line: how many files, the first ``shown``, where
+    files of those names (or of the template's name pattern) sit, and the template they should match."""
+    n, paths = group["count"], group["paths"]
+    line = f"{n} {group['kind']} file{'s' if n != 1 else ''} missing ({', '.join(paths[:shown])}{', ...' if n > shown else ''})"
+    found = group["found"]
+    if found:
+        what = "files of these names" if group["matched"] == "names" else "files named like the template's"
+        more = f" and {len(found) - shown} more folders" if len(found) > shown else ""
+        line += f"; {what} sit under " + ", ".join(f"{f['folder']} ({f['files']})" for f in found[:shown]) + more
+    else:
+        line += "; no file of these names in the dataset folder" + (
+            f" (the scan stopped after {SCAN_LIMIT:,} entries)" if group["scan_truncated"] else "")
+    return line + f"; {INFO_FILE} {group['template_key']} is {group['template']!r}"
+
+
+#: :func:`disk_bytes` kinds of a LeRobot dataset's files, by top folder
+DISK_KINDS = {"data": "parquet", "videos": "video", "meta": "metadata"}
+
+
+def disk_bytes(root: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Bytes by kind of a LeRobot dataset's files (each inode once), and the number of data and video
+    files."""
+    out = {"parquet": 0, "images": 0, "video": 0, "sidecar": 0, "metadata": 0, "other": 0}
+    files = {"data_files": 0, "video_files": 0}
+    seen: set[tuple[int, int]] = set()
+    for dirpath, _dirnames, names in os.walk(root):
+        rel = Path(os.path.relpath(dirpath, root)).parts
+        top = rel[0] if rel and rel[0] != "." else None
+        for name in names:
+            st = os.lstat(os.path.join(dirpath, name))
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            kind = DISK_KINDS.get(top, "other")
+            if kind == "parquet" and not name.endswith(".parquet") or kind == "video" and not name.endswith(".mp4"):
+                kind = "other"
+            out[kind] += st.st_size
+            if kind == "parquet":
+                files["data_files"] += 1
+            elif kind == "video":
+                files["video_files"] += 1
+    return out, files

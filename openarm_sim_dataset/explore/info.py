@@ -55,7 +55,7 @@ from openarm_sim_dataset.core import episode_summary, errors, layout, lerobot_la
 from openarm_sim_dataset.core.atomic import TMP_PREFIX
 from openarm_sim_dataset.core.dataset import Dataset
 from openarm_sim_dataset.core.episode_summary import camera_figures, jpeg_size, stream_figures  # noqa: F401 (jpeg_size: public here too)
-from openarm_sim_dataset.core.lerobot import MissingVideo, missing_line
+from openarm_sim_dataset.core.lerobot import MissingVideo
 from openarm_sim_dataset.core.report import human_bytes
 from openarm_sim_dataset.core.stats import wilson_interval
 from openarm_sim_dataset.core.video_camera import DecodedCamera
@@ -92,7 +92,8 @@ def _episode_figures(ds: Dataset, ep: dict) -> dict:
 def _lerobot_episode_figures(ds: Dataset, ep: dict) -> dict:
     """A LeRobot episode's figures from the reader: every stream of :meth:`Dataset.streams` (its key split
     as the reader's writers split it: ``arms/right`` + ``qpos``, ``lerobot`` + ``observation.state``) and
-    every camera's packet index. Its bytes are not counted here (:func:`_lerobot_disk` walks the folder)."""
+    every camera's packet index. Its bytes are not counted here (:func:`.lerobot_layout.disk_bytes` walks
+    the folder)."""
     first, last, streams, cameras = [], [], [], []
     ep_id = ds.episode_id(ep)
     has_data = ds.lerobot.data_path(ep_id).is_file()  # a missing data file is in the ``missing`` section
@@ -116,7 +117,7 @@ def _lerobot_episode_figures(ds: Dataset, ep: dict) -> dict:
     if not has_data:  # the span its length gives (LeRobot's frame k is at k / fps): the file says no more
         first, last = [0], [int(round((int(ep.get("length") or 1) - 1) * 1e9 / ds.lerobot.fps))]
     entry = _entry(ds, ep, first, last)
-    entry["bytes"] = _lerobot_episode_bytes(ds, ep)
+    entry["bytes"] = ds.lerobot.episode_bytes(ep_id)
     return {"entry": entry, "streams": streams, "cameras": cameras, "disk": {}, "shared": []}
 
 
@@ -135,52 +136,6 @@ def _video_figures(cam) -> dict:
         size = [int(w), int(h)]
     return {"format": cam.format, "frames": int(n), "size": size,
             "first_ns": int(cam.timestamps[0]) if n else None, "last_ns": int(cam.timestamps[-1]) if n else None}
-
-
-def _lerobot_episode_bytes(ds: Dataset, ep: dict) -> dict | None:
-    """``{parquet, video}`` bytes of a v2.x episode's own data file and MP4s (a missing one counts 0);
-    None in v3.0 (shared files)."""
-    if not ds.lerobot.per_episode:
-        return None
-    ep_id = ds.episode_id(ep)
-    paths = [("parquet", ds.lerobot.data_path(ep_id))] + [("video", ds.lerobot.video_file(ep_id, key)[0])
-                                                           for key in ds.lerobot.video_keys]
-    out = {"parquet": 0, "video": 0}
-    for kind, path in paths:
-        try:
-            out[kind] += os.stat(path).st_size
-        except FileNotFoundError:
-            pass
-    return out
-
-
-#: ``disk_bytes`` kinds of a LeRobot dataset, by top folder
-_LEROBOT_KINDS = {"data": "parquet", "videos": "video", "meta": "metadata"}
-
-
-def _lerobot_disk(root: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """Bytes by kind of a LeRobot dataset's files (each inode once), and the number of data and video
-    files."""
-    out = {"parquet": 0, "images": 0, "video": 0, "sidecar": 0, "metadata": 0, "other": 0}
-    files = {"data_files": 0, "video_files": 0}
-    seen: set[tuple[int, int]] = set()
-    for dirpath, _dirnames, names in os.walk(root):
-        rel = Path(os.path.relpath(dirpath, root)).parts
-        top = rel[0] if rel and rel[0] != "." else None
-        for name in names:
-            st = os.lstat(os.path.join(dirpath, name))
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            kind = _LEROBOT_KINDS.get(top, "other")
-            if kind == "parquet" and not name.endswith(".parquet") or kind == "video" and not name.endswith(".mp4"):
-                kind = "other"
-            out[kind] += st.st_size
-            if kind == "parquet":
-                files["data_files"] += 1
-            elif kind == "video":
-                files["video_files"] += 1
-    return out, files
 
 
 def _stream_row(kind: str, prefix: str, attribute: str | None, columns, s: dict) -> tuple:
@@ -361,7 +316,7 @@ def dataset_info(root: str | os.PathLike | Dataset, workers: int | None = None) 
         per_episode.append(fig["entry"])
     lerobot, missing = None, []
     if ds.lerobot is not None:
-        disk, files = _lerobot_disk(ds.root)
+        disk, files = lrl.disk_bytes(ds.root)
         lr = ds.lerobot
         lerobot = {"codebase_version": lr.codebase_version, "robot_type": lr.info.get("robot_type"), "fps": lr.fps,
                    **files, "unmapped": sorted({a for key, acc in stream_acc.items() if key[1] == "lerobot"
@@ -577,7 +532,7 @@ def format_info(info: dict[str, Any], per_episode: bool = False) -> str:
         lines = [f"{info['path']}: LeRobot dataset {lr['codebase_version']}, robot_type {lr['robot_type']}, "
                  f"{lr['fps']:g} fps; {lr['data_files']} data file(s), {lr['video_files']} video file(s)"]
         for group in info.get("missing") or []:
-            lines.append(f"MISSING    {missing_line(group)}")
+            lines.append(f"MISSING    {lrl.missing_line(group)}")
         feats = [f"{k} {f['dtype']}{f['shape']}" for k, f in lr["features"].items()
                  if k not in lrl.DEFAULT_FEATURES]
         lines.append(f"features   {', '.join(feats)}; {lr['total_frames']} frames in the episodes' lengths"

@@ -79,8 +79,7 @@ def check_lerobot_info(ctx: Context) -> Outcome:
     if problems:
         return Outcome(False, f"{lrl.INFO_FILE}: {'; '.join(problems)}", [], judged=judged)
     return Outcome(True, f"{lrl.INFO_FILE} ({src.codebase_version}): {counted['total_episodes']} episodes, "
-                         f"{counted['total_frames']} frames, {counted['total_tasks']} tasks, as the data holds",
-                   judged=judged)
+                         f"{counted['total_frames']} frames, {counted['total_tasks']} tasks, as the data holds", judged=judged)
 
 
 #: what :func:`check_lerobot_files` caches for a file that does not exist (apart from files unusable)
@@ -90,8 +89,6 @@ MISSING = "missing"
 def _parquet_problem(path: Path) -> str | None:
     try:
         pq.ParquetFile(path).metadata  # noqa: B018 - reading the footer is the check
-    except FileNotFoundError:
-        return "missing"
     except (OSError, pa.ArrowException) as e:
         return f"not a whole parquet file ({str(e).splitlines()[0][:120]})"
     return None
@@ -103,10 +100,9 @@ def check_lerobot_files(ctx: Context) -> Outcome:
 
     A writer killed before LeRobot's `finalize()` leaves a parquet file without its footer ("Parquet
     magic bytes not found"); a copy cut short leaves an MP4 without its index. Each unusable file is
-    named once, with what is wrong. Missing files are counted by kind with the first few named, and the
-    folder is searched (once, bounded) for files of those names or of the template's name pattern: the
-    detail says where they sit and quotes the `info.json` template they should match, as when videos
-    were moved to another folder than `video_path` says."""
+    named once, with what is wrong. Missing files are counted by kind, the first few named, and where
+    files of those names (or of the template's name pattern) sit in the folder (one bounded scan), with
+    the `info.json` template they should match: videos moved to another folder are found."""
     src = _source(ctx)
     refs, broken = src.file_refs(list(ctx.episodes))
     bad_eps: set[str] = set(broken)
@@ -128,15 +124,13 @@ def check_lerobot_files(ctx: Context) -> Outcome:
                     checked[name] = None
                 except DatasetError as e:
                     checked[name] = e.message
-        problem = checked[name]
-        if problem == MISSING:
-            missing.append(ref)
+        if problem := checked[name]:
             bad_eps.add(ref.episode)
-        elif problem:
-            unusable[name] = problem
-            bad_eps.add(ref.episode)
-    files = len({_rel(ctx, r.path) for r in refs})
-    judged = {"files": files, "episodes": len(ctx.episodes)}
+            if problem == MISSING:
+                missing.append(ref)
+            else:
+                unusable[name] = problem
+    judged = {"files": (files := len({_rel(ctx, r.path) for r in refs})), "episodes": len(ctx.episodes)}
     parts = [g.describe() for g in src.locate_missing(missing)]
     if unusable:
         shown = "; ".join(f"{n}: {p}" for n, p in list(unusable.items())[:5])
@@ -396,13 +390,6 @@ def _numeric_features(src: LeRobotSource) -> list[str]:
     return [k for k, f in src.features.items() if f["dtype"] not in lrl.VISUAL_DTYPES and f["dtype"] != "string"]
 
 
-def _rounding(src: LeRobotSource, key: str) -> float:
-    """The unit roundoff of the type LeRobot computes a feature's moments in: float32 for float32 (and
-    smaller) data, float64 otherwise (integers and float64 are averaged in float64)."""
-    small = src.features[key]["dtype"] in ("float32", "float16", "bfloat16")
-    return float(np.finfo(np.float32 if small else np.float64).eps)
-
-
 def _moments(ctx: Context) -> dict[str, dict[str, np.ndarray]]:
     """Per numeric feature over every episode: min, max, mean, std (population) and count, in float64;
     and ``mean_tol``/``var_tol``, how far LeRobot's own way of computing the mean and the variance may
@@ -436,7 +423,9 @@ def _moments(ctx: Context) -> dict[str, dict[str, np.ndarray]]:
     out = {}
     for key, (lo, hi, s, s2, n, big, big2) in acc.items():
         mean = s / n
-        u = LEROBOT_ULPS * _rounding(src, key)
+        # LeRobot averages float32 (and smaller) data in float32, integers and float64 in float64
+        u = LEROBOT_ULPS * float(np.finfo(np.float32 if src.features[key]["dtype"] in ("float32", "float16", "bfloat16")
+                                          else np.float64).eps)
         out[key] = {"min": lo, "max": hi, "mean": mean, "std": np.sqrt(np.maximum(0.0, s2 / n - mean**2)),
                     "count": np.array([n]), "mean_tol": u * big / n, "var_tol": 7 * u * big2 / n}
     ctx.cache["lerobot_moments"] = out
