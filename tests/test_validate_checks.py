@@ -90,6 +90,7 @@ FAULTS = {
     "parquet_schema": ("timestamps stored as timestamp[us]", "own", lambda r: edit_state(r, STATE, with_unit), "0"),
     "qpos_jumps": ("a 0.5 rad jump of every joint at sample 20", "own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + (np.arange(len(v)) == 20)[:, None] * 0.5), "0"),
     "joint_limits": ("joint 1 + 4 rad in every sample", "own", lambda r: edit_column(r, STATE, "qpos", lambda v: v + np.r_[4.0, [0] * 7]), "0"),
+    "joint_units": ("every joint stored in degrees (x 57.3) under radian names", "own", lambda r: edit_column(r, STATE, "qpos", lambda v: np.degrees(v)), "0"),
     "pose_quaternions": ("pose quaternions scaled by 1.1", "own", lambda r: edit_column(r, STATE, "pose", lambda v: v * np.r_[[1] * 3, [1.1] * 4, 1]), "0"),
     "episode_length": ("every stream cut to 10 rows", "own", lambda r: truncate_streams(r, 10), "0"),
     "cameras_present": ("a camera's folder emptied", "own", lambda r: [f.unlink() for f in (r / "episodes/0/cameras/head").iterdir()], "0"),

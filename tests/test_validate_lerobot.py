@@ -245,7 +245,9 @@ WRITTEN_BY_LEROBOT = {
     "v21_bi_openarm": {},
     "v30_bi_openarm_av1": {},
     "v30_openarm_h264": {},
-    "v30_other_robot": {},
+    # an SO follower (so_follower: degrees) whose values were drawn inside the OpenArm's limits, not the SO-101's:
+    # wrist_flex reaches 100.5 deg, beyond the SO-101 URDF's +-95 deg: caught, with its robot's limits
+    "v30_other_robot": {"joint_limits": "fail"},
     # LeRobot's own delete_episodes and merge leave stats.json's index-column entries stale: a warning
     "v30_deleted": {"lerobot_stats": "warn"},
     "v30_merged": {"lerobot_stats": "warn"},

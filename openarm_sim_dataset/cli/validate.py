@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regenerate", nargs="+", metavar="ID", default=[],
                    help="generate these episodes again from their seed and compare array for array (slow)")
     p.add_argument("--checks", nargs="+", help="run only these checks")
+    robot = p.add_mutually_exclusive_group()
+    robot.add_argument("--robot", metavar="NAME", help="judge joints, limits, speeds and units by this robot profile "
+                                                       "(the robot reference lists them: openarm, so101, so100, koch, "
+                                                       "aloha, generic) instead of the one robot_type, names and values "
+                                                       "detect")
+    robot.add_argument("--robot-file", metavar="FILE.yaml", help="a robot profile of your own (the format of the "
+                                                                 "shipped ones), for a robot the registry lacks")
     p.add_argument("--quick", action="store_true", help="only the form and integrity checks (no camera content, "
                                                         "no simulation checks)")
     p.add_argument("--strict", action="store_true", help="a warning (warn row, e.g. dropped samples within the "
@@ -183,6 +190,16 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         ds = Dataset(args.dataset)
+        profile = None
+        if args.robot is not None or args.robot_file is not None:
+            from openarm_sim_dataset.core.robots import get_profile, load_profile_file, profiles  # start-up
+
+            if args.robot_file is not None:
+                profile = load_profile_file(args.robot_file)  # a file that does not parse: one line, exit 2
+            elif args.robot not in profiles():
+                parser.error(f"--robot {args.robot!r}: no such robot profile (known: {', '.join(sorted(profiles()))})")
+            else:
+                profile = get_profile(args.robot)
         th = Thresholds(**{f.name: getattr(args, f.name) for f in fields(Thresholds)})
         ray = None
         if args.ray is not None:
@@ -192,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             ray = RayOptions(address=None if args.ray == "local" else args.ray)
         options = dict(episodes=args.episodes, thresholds=th, simulation=not args.no_simulation,
                        regenerate=args.regenerate, checks=args.checks, quick=args.quick, strict=args.strict, ray=ray,
-                       workers=max(1, args.workers))
+                       workers=max(1, args.workers), robot=profile)
         if sampled:
             from openarm_sim_dataset.validate.sampling import Sample, sampled_validate  # start-up: only --sample
 
@@ -212,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr)
         if args.json:
             doc = {"dataset": str(ds.root), "valid": not failed, "checks": rows.counts,
-                   "judged": rows.judged_summary(), "strict": args.strict,
+                   "judged": rows.judged_summary(), "robot": rows.robot, "strict": args.strict,
                    "rows": [r.to_dict() for r in rows], "episodes": flags}
             if record is not None:
                 doc["sample"] = record
@@ -220,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         elif [r.check for r in rows] == [NO_EPISODES]:  # an empty dataset: one verdict, exit 1
             print(f"{ds.root}: INVALID ({rows[0].detail})")
         else:
+            if rows.robot is not None:
+                print(f"robot: {rows.robot['profile']} ({rows.robot['why']})")
             width = max(len(r.check) for r in rows)
             for r in rows:
                 tag = {"skip": "skip", "pass": "pass", "warn": "warn", "fail": "FAIL"}[r.status]

@@ -135,6 +135,9 @@ class Report(list):
     file_lines: list[str]
     #: a sampled run's :class:`~.sampling.SampleReport` (what was sampled, the bounds); None otherwise
     sample = None
+    #: the robot the robot-aware rows judged by: ``{"profile", "naming", "unit_variant", "why"}``; None when
+    #: no such row ran
+    robot: dict | None = None
 
     def __init__(self, rows=(), file_lines: list[str] | None = None):
         super().__init__(rows)
@@ -189,8 +192,11 @@ class Context:
     """Everything a check may look at, loaded lazily and at most once per file."""
 
     def __init__(self, ds: Dataset, episodes: list[str], thresholds: Thresholds | None = None,
-                 regenerate: list[str] | None = None):
+                 regenerate: list[str] | None = None, robot_profile=None):
         self.ds = ds
+        #: a :class:`~openarm_sim_dataset.core.robots.RobotProfile` the user named (``--robot``, ``--robot-file``):
+        #: the robot-aware checks judge by it instead of the one detected (:mod:`.robot`)
+        self.robot_profile = robot_profile
         self.episodes = episodes
         self.t = thresholds or Thresholds()
         self.regenerate = regenerate or []

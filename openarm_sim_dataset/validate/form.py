@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +16,7 @@ from .camera_scan import scan
 from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding, no_camera_reason, nothing_to_judge
 from .integrity import check_integrity
 from .summary_json import check_episode_summary
+from .robot import joints_of, margin_in, no_profile_reason, robot_of, speed_in, vector_ranges
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
 
@@ -183,9 +182,12 @@ def _hz(hz: float) -> str:
 
 
 def check_qpos_jumps(ctx: Context) -> Outcome:
-    """No joint among joints 1-7 of any `qpos` stream (obs and action) moves faster than `max_joint_speed`
-    (30 rad/s by default) between consecutive samples: a change of more than that speed times the stream's
-    median period (0.12 rad at 250 Hz, 0.3 rad at 100 Hz, 3 rad at 10 Hz) is a jump.
+    """No joint of any position stream (obs and action) moves faster than `max_joint_speed` (30 rad/s by
+    default) between consecutive samples: a change of more than that speed times the stream's median
+    period (0.12 rad at 250 Hz, 0.3 rad at 100 Hz, 3 rad at 10 Hz) is a jump. Which dimensions are joints,
+    and in which unit, the robot's profile says (`--robot`, `--robot-file`); a robot storing degrees is
+    judged at the same speed in deg/s; grippers and joints in a unit with no angle (LeRobot's -100..100
+    normalisation) are not judged, and a robot without a profile is a skip saying so.
 
     30 rad/s is beyond every OpenArm joint: the fastest, joints 5-7 (Damiao DM-J4310), turn 20.9 rad/s
     without load (the OpenArm v10 description's velocity limits: joints 1-2 16.8 rad/s, joints 3-4 5.4),
@@ -196,12 +198,21 @@ def check_qpos_jumps(ctx: Context) -> Outcome:
     `timestamps` counts) the change is divided by the number of periods, and a command (action) held for
     several samples by the samples it was held (a policy's targets change at its own rate). Each jump is a
     timed finding at the sample after it, naming the joint and its speed."""
+    match = robot_of(ctx)
     speed_limit, fixed = ctx.t.max_joint_speed, ctx.t.max_joint_step
     bad, worst, first, found, rates = set(), 0.0, None, [], set()
+    streams, joints, samples = 0, set(), 0
     for ep, kind, key, s in _each_stream(ctx):
-        if not key.endswith("/qpos") or len(s) < 2:
+        cols = [(d, j) for d, j in enumerate(joints_of(match, key))
+                if j is not None and j.role == "joint" and speed_in(j.unit, 1.0) is not None]
+        if not cols or len(s) < 2:
             continue
-        step = np.abs(np.diff(s.values[:, :7], axis=0))
+        idx = [d for d, _ in cols]
+        per_rad = np.array([speed_in(j.unit, 1.0) for _, j in cols])  # stored units per radian
+        streams += 1
+        samples += len(s)
+        joints.update((key, s.columns[d]) for d in idx)
+        step = np.abs(np.diff(s.values[:, idx].astype(np.float64), axis=0)) / per_rad  # radians
         dt = np.diff(np.asarray(s.timestamps, dtype=np.int64))
         med = float(np.median(dt))
         if med <= 0:  # no rate (every stamp the same): `timestamps` fails it; judged per sample if asked
@@ -229,8 +240,10 @@ def check_qpos_jumps(ctx: Context) -> Outcome:
             for i in np.flatnonzero(over.any(axis=1))[:MAX_FINDINGS_PER_EPISODE]:  # the sample after the jump
                 j = int(np.nanargmax(change[i]))
                 speed = f" ({change[i, j] / period:.1f} rad/s)" if period > 0 else ""
-                found.append(finding(ep, s.timestamps[i + 1], f"joint{j + 1} jumps {step[i, j]:.3f} rad{speed}",
-                                     f"{kind} {key}"))
+                found.append(finding(ep, s.timestamps[i + 1], f"{s.columns[idx[j]]} jumps "
+                                     f"{step[i, j] * per_rad[j]:.3f} {cols[j][1].unit}{speed}", f"{kind} {key}"))
+    if not streams:
+        return nothing_to_judge(no_profile_reason(match, ctx, "joint with an angle (speed limit)"))
     # the streams' rates: one figure when they agree within 10 % (recorded rates jitter), else the extremes
     at = [max(rates), min(rates)] if rates and max(rates) > 1.1 * min(rates) else \
         [float(np.median(sorted(rates)))] if rates else []
@@ -240,50 +253,91 @@ def check_qpos_jumps(ctx: Context) -> Outcome:
     else:
         limits = f"limit {speed_limit:g} rad/s" + "".join(
             f", {speed_limit / hz:.3g} rad per sample at {_hz(hz)} Hz" for hz in at)
-    return Outcome(not bad, f"largest speed {worst:.2f} rad/s ({limits})" + (f"; {first}" if first else ""),
-                   sorted(bad), findings=found)
-
-
-@lru_cache(maxsize=1)
-def openarm_joint_limits() -> dict[str, np.ndarray] | None:
-    """(7, 2) joint ranges (rad) per side, from the OpenArm MJCF of openarm-mujoco."""
-    try:
-        from openarm_mujoco import v2
-    except ImportError:
-        return None
-    root = ET.parse(v2.openarm_bimanual_xml()).getroot()
-    ranges = {j.get("name"): j.get("range") for j in root.iter("joint") if j.get("range")}
-    out = {}
-    for side in layout.ARM_SIDES:
-        out[side] = np.array([[float(v) for v in ranges[f"openarm_{side}_joint{i}"].split()] for i in range(1, 8)])
-    return out
+    return Outcome(not bad, f"{len(joints)} joints of {match.profile.name} in {streams} streams: largest speed "
+                            f"{worst:.2f} rad/s ({limits})" + (f"; {first}" if first else ""),
+                   sorted(bad), findings=found, judged={"streams": streams, "joints": len(joints), "rows": samples})
 
 
 def check_joint_limits(ctx: Context) -> Outcome:
-    """Joints 1-7 of every arm's `qpos` stream (obs and action, key `<embodiment>/<side>/qpos`) stay
-    within the OpenArm joint limits, widened by `joint_limit_margin` (0.05 rad by default).
+    """Every joint of every position stream (obs and action) stays within its robot's position limits, in
+    the unit the robot stores it: the limits of the profile the dataset's robot_type, names and values
+    match (`--robot NAME`, `--robot-file FILE.yaml` override; the robot reference lists every profile
+    and the source of each number), widened by `joint_limit_margin` (0.05 rad by default; in degrees
+    for a robot storing degrees, none for a clamped normalisation such as LeRobot's -100..100).
 
-    The limits are read from the OpenArm model of the `openarm-mujoco` package (MuJoCo's limits are
-    soft, hence the margin). Without that package the limits are unknown: a `skip` of a check that
-    applies (a failure under `--strict`)."""
-    limits = openarm_joint_limits()
-    if limits is None:
-        return Outcome(True, "openarm-mujoco not installed: limits unknown", skipped=True)
-    bad, worst, first = set(), 0.0, None
+    OpenArm's limits are its MJCF's (`openarm-mujoco`, whose limits are soft: hence the margin); a
+    gripper is judged where its profile gives its range, except an OpenArm gripper read from a LeRobot
+    dataset (its recorder's unit is unknown). A robot without a profile, or whose profile
+    gives no limit for the joints found, is a `skip` saying so. Each excursion is a timed finding at its
+    first sample, naming the joint, the value and the limit."""
+    match = robot_of(ctx)
     m = ctx.t.joint_limit_margin
+    bad, first, found = set(), None, []
+    streams, joints, values = 0, set(), 0
+    lerobot = ctx.ds.lerobot is not None
     for ep, kind, key, s in _each_stream(ctx):
-        parts = key.split("/")
-        if parts[-1] != "qpos" or len(parts) != 3 or parts[1] not in limits:
+        # an OpenArm gripper read from a LeRobot dataset holds what its recorder stored (a motor angle, a
+        # finger's travel), not the layout's finger hinge: its range is unknown
+        cols = [(d, j) for d, j in enumerate(joints_of(match, key))
+                if j is not None and j.lower is not None and j.upper is not None
+                and not (lerobot and key.startswith("arms/") and j.role == "gripper")]
+        if not cols or not len(s):
             continue
-        lim = limits[parts[1]]
-        q = s.values[:, :7]
-        over = np.maximum(lim[:, 0] - m - q, q - lim[:, 1] - m)
-        o = float(np.nanmax(over)) if q.size else -1.0
-        if o > 0:
-            bad.add(ep)
-            worst = max(worst, o + m)
-            first = first or f"episode {ep} {kind} {key}: {o + m:.3f} rad outside the joint limits"
-    return Outcome(not bad, f"joints 1-7 within OpenArm limits +- {m} rad" + (f"; {first}" if first else ""), sorted(bad))
+        idx = [d for d, _ in cols]
+        lower = np.array([j.lower - margin_in(j.unit, m) for _, j in cols])
+        upper = np.array([j.upper + margin_in(j.unit, m) for _, j in cols])
+        q = s.values[:, idx].astype(np.float64)
+        streams += 1
+        values += q.size
+        joints.update((key, s.columns[d]) for d in idx)
+        with np.errstate(invalid="ignore"):
+            over = (q < lower) | (q > upper)
+        if not over.any():
+            continue
+        bad.add(ep)
+        for c in np.flatnonzero(over.any(axis=0)):
+            i = int(np.argmax(over[:, c]))
+            j = cols[c][1]
+            what = (f"{s.columns[idx[c]]} at {q[i, c]:.4g} {j.unit}, outside {j.lower:.4g}..{j.upper:.4g} "
+                    f"({int(over[:, c].sum())} samples)")
+            first = first or f"episode {ep} {kind} {key}: {what}"
+            found.append(finding(ep, s.timestamps[i], what, f"{kind} {key}"))
+    if not streams:
+        return nothing_to_judge(no_profile_reason(match, ctx, "joint limit"))
+    naming = f" ({match.naming.name}{', ' + match.unit_variant.name if match.unit_variant else ''})" if match.naming else ""
+    return Outcome(not bad, f"{len(joints)} joints of {match.profile.name}{naming} within their limits +- {m} rad"
+                            + (f"; {first}" if first else ""),
+                   sorted(bad), findings=found, judged={"streams": streams, "joints": len(joints), "values": values})
+
+
+def check_joint_units(ctx: Context) -> Outcome:
+    """The joints' values fit the unit their robot's profile declares for them: radians that reach beyond
+    2 pi are degrees; degrees that move (a span above 0.5 as stored) but never leave +-pi over the
+    dataset's first episodes are radians; LeRobot's -100..100 normalisation passed is degrees.
+
+    Training on a unit other than the one declared makes every joint 57 times too large or too small,
+    and a converter that trusts the names converts it wrong. Judged on the dataset's first 50 episodes
+    (the evidence the robot is detected from). In a LeRobot dataset, OpenArm arms read from LeRobot's
+    degree names are judged on their stored values by `lerobot_units`; a robot without a profile is a
+    `skip` saying so."""
+    match = robot_of(ctx)
+    vectors, ranges = vector_ranges(ctx)
+    lerobot = ctx.ds.lerobot is not None
+    keys = [k for k in vectors if any(j is not None and j.role == "joint" for j in joints_of(match, k))
+            and not (lerobot and k.startswith("arms/"))]
+    if not keys:
+        if lerobot and any(k.startswith("arms/") for k in vectors):
+            return nothing_to_judge("OpenArm arms read from LeRobot names: lerobot_units judges their stored values")
+        return nothing_to_judge(no_profile_reason(match, ctx, "joint unit"))
+    problems = match.unit_problems({k: ranges[k] for k in keys})
+    dims = sum(j is not None and j.role == "joint" for k in keys for j in joints_of(match, k))
+    units = sorted({j.unit for k in keys for j in joints_of(match, k) if j is not None and j.role == "joint"})
+    detail = (f"{dims} joint dimensions of {match.profile.name} in {len(keys)} vectors fit the unit declared "
+              f"({', '.join(units)})")
+    if problems:
+        detail = f"{len(problems)} vector(s) do not fit their declared unit: {'; '.join(problems[:4])}"
+    return Outcome(not problems, detail, list(ctx.episodes) if problems else [],
+                   judged={"vectors": len(keys), "dimensions": dims})
 
 
 def check_pose_quaternions(ctx: Context) -> Outcome:
@@ -513,6 +567,7 @@ FORM_CHECKS: list[tuple[str, CheckFn]] = [
     ("timestamps", check_timestamps),
     ("qpos_jumps", check_qpos_jumps),
     ("joint_limits", check_joint_limits),
+    ("joint_units", check_joint_units),
     ("pose_quaternions", check_pose_quaternions),
     ("episode_length", check_episode_length),
     ("cameras_present", check_cameras_present),

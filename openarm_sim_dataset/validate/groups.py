@@ -145,7 +145,7 @@ def table_of(ds, names: list[str], simulation: bool) -> list[tuple[str, object]]
 
 
 def run_group(root: str, cwd: str, ids: list[str], names: list[str], simulation: bool, thresholds,
-              regenerate: list[str], expected_env: dict | None = None):
+              regenerate: list[str], robot=None, expected_env: dict | None = None):
     """Body of one group (a worker process or a Ray task): every row ``names`` on episodes ``ids``.
     Returns ``("ok", {name: ("out", Outcome) | ("parts", {ep: answer}) | ("err", kind, text)}, file_lines)``
     or ``("refused", message)`` (a Ray worker whose environment differs from the driver's)."""
@@ -153,7 +153,7 @@ def run_group(root: str, cwd: str, ids: list[str], names: list[str], simulation:
     try:
         os.chdir(cwd)
         ds = _dataset(root)
-        ctx = Context(ds, ids, thresholds, [e for e in regenerate if e in ids])
+        ctx = Context(ds, ids, thresholds, [e for e in regenerate if e in ids], robot)
         table = table_of(ds, names, simulation)
         if expected_env is not None:
             from .checks_on_ray import worker_environment  # optional extra: ray
@@ -197,13 +197,13 @@ def _error(e: Exception, sim: bool) -> tuple:
 
 
 def run_groups(ds, ids: list[str], names: list[str], simulation: bool, thresholds, regenerate: list[str],
-               workers: int = 1, ray=None) -> Iterator[tuple[list[str], tuple]]:
+               workers: int = 1, ray=None, robot=None) -> Iterator[tuple[list[str], tuple]]:
     """``(ids, answer)`` of every group, in order: here (``workers`` 1), in ``workers`` spawned processes,
     or as Ray tasks (``ray``: :class:`~openarm_sim_dataset.cluster.RayOptions`; the dataset path must be
     readable on every node)."""
     root, cwd = str(ds.root), os.getcwd()
     groups = groups_of(ids)
-    args = (names, simulation, thresholds, list(regenerate))
+    args = (names, simulation, thresholds, list(regenerate), robot)
     if ray is not None:
         yield from _on_ray(ds, root, cwd, groups, args, ray)
     elif workers <= 1 or len(groups) == 1:
@@ -259,7 +259,8 @@ def grouped_outcomes(ctx: Context, table: list, simulation: bool, workers: int =
     parts: dict[str, dict] = {n: {} for n in episode_rows}
     failed_rows: dict[str, tuple[str, str]] = {}
     seen_lines = set(ctx.file_lines)
-    for g, answer in run_groups(ctx.ds, ctx.episodes, names, simulation, ctx.t, ctx.regenerate, workers, ray):
+    for g, answer in run_groups(ctx.ds, ctx.episodes, names, simulation, ctx.t, ctx.regenerate, workers, ray,
+                                ctx.robot_profile):
         if answer[0] == "refused":
             if ray is not None:
                 raise ClusterError(None, f"episodes {g[0]}..{g[-1]} refused: {answer[1]}")

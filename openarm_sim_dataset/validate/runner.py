@@ -28,6 +28,7 @@ from .check import (
     no_episodes_detail,
 )
 from .registry import check_table, is_sim_check
+from .robot import ROBOT_ROWS, robot_of
 from .thresholds import Thresholds
 
 
@@ -38,14 +39,15 @@ def _is_simulated(ds: Dataset) -> bool:
 def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresholds | None = None,
              simulation: bool = True, regenerate: list[str] | None = None,
              checks: list[str] | None = None, quick: bool = False, strict: bool = False, ray=None,
-             workers: int = 1) -> Report:
+             workers: int = 1, robot=None) -> Report:
     """Run every applicable check and return one row per check (form checks incl. integrity, camera
     content checks, JPEG encoding and physical consistency (any dataset), then sim checks) as a
     :class:`Report`.
 
     ``episodes`` restricts the per-episode checks; ``regenerate`` lists episodes to generate again
     and compare array for array (slow); ``checks`` restricts to the named checks; ``quick`` runs
-    only the form and integrity checks; ``strict`` turns a skip of a check that applies to the
+    only the form and integrity checks; ``robot``: a :class:`~openarm_sim_dataset.core.robots.RobotProfile`
+    (``--robot``, ``--robot-file``) the robot-aware checks judge by instead of the one detected; ``strict`` turns a skip of a check that applies to the
     dataset, and a warning (``warn`` row), into a failure. ``ray``: a :class:`~openarm_sim_dataset.cluster.RayOptions`: the per-episode
     simulation checks (:class:`EpisodeCheck` rows) run as Ray tasks reading the dataset from the same
     path (:mod:`.distributed`); the rows are the same as a local run's.
@@ -58,7 +60,7 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
         # nothing to check: one verdict, not rows of per-episode checks that read like faults
         return Report([CheckResult(NO_EPISODES, False, no_episodes_detail(ds), [])])
     ids = ds.episode_ids if episodes is None else [ds.episode_id(e) for e in episodes]
-    ctx = Context(ds, ids, thresholds or Thresholds(), regenerate)
+    ctx = Context(ds, ids, thresholds or Thresholds(), regenerate, robot)
     if not quick and simulation and _is_simulated(ds):
         # a machine without its GL libraries is unusable (exit 2), not a dataset to flag invalid
         renders = bool(regenerate) or checks is None or "sim_render" in checks
@@ -76,6 +78,10 @@ def validate(ds: Dataset, episodes: list[str] | None = None, thresholds: Thresho
                                     ray)
     rows = Report()
     rows.file_lines = ctx.file_lines
+    if any(name in ROBOT_ROWS for name, _ in table):
+        match = robot_of(ctx)
+        rows.robot = {"profile": match.profile.name, "naming": match.naming.name if match.naming else None,
+                      "unit_variant": match.unit_variant.name if match.unit_variant else None, "why": match.why}
     for name, fn in table:
         try:
             if grouped:
