@@ -108,6 +108,8 @@ def test_openarm_limits_are_the_models_and_lerobots():
     ("so100_follower", SO, "so100", "lerobot"),
     ("bi_so100_follower", [f"{s}_{n}" for s in ("left", "right") for n in SO], "so100", "lerobot"),
     ("koch_follower", SO, "koch", "lerobot"),
+    ("so100", ["main_" + n.removesuffix(".pos") for n in SO], "so100", "lerobot_legacy"),
+    ("koch", ["main_" + n.removesuffix(".pos") for n in SO], "koch", "lerobot_legacy"),
     ("aloha", ALOHA, "aloha", "aloha"),
 ])
 def test_each_robot_is_detected_from_its_robot_type_and_from_its_names(robot_type, names, profile, naming):
