@@ -53,7 +53,7 @@ def folder_problem(path: Path) -> str:
 
 class Dataset:
     """An OpenArm dataset folder of any layout (0.4.0, 0.3.0, 0.2.0, 0.1.0, unversioned), or a LeRobot
-    dataset (v2.1, v3.0: see :mod:`.lerobot`), recognised by its content.
+    dataset (v2.0, v2.1, v3.0: see :mod:`.lerobot`), recognised by its content.
 
     Takes openarm_dataset's arguments: ``meta`` (a :class:`Metadata` to use instead of the stored one),
     ``camera_names`` (a subset; legacy names such as ``left_wrist`` accepted), ``kinematics`` (must be

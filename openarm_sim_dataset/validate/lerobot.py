@@ -1,4 +1,4 @@
-"""Checks of what the LeRobot layout adds (v2.1, v3.0): info.json against the data, files whole, indices
+"""Checks of what the LeRobot layout adds (v2.0, v2.1, v3.0): info.json against the data, files whole, indices
 contiguous, timestamps on ``1/fps``, each episode's video against its frame table, v3.0 video windows
 after a merge, stats.json against the data, dimensions that do not vary, and units against names.
 
@@ -457,7 +457,7 @@ def check_lerobot_stats(ctx: Context) -> Outcome:
     src = _source(ctx)
     stats, problem = _read_stats(src)
     if problem:
-        return Outcome(False, problem, [])
+        return Outcome(False, problem, [], judged={"files": 1})
     if stats is None:
         why = {"v2.0": "a v2.0 dataset without it", "v2.1": "v2.1 keeps per-episode stats only"}.get(
             src.codebase_version, "v3.0 needs it")
