@@ -302,8 +302,11 @@ def parse_profile(doc: Any, path: str | os.PathLike) -> RobotProfile:
             variants.append(UnitVariant(vname, r.field(v, "description", vwhere, str), limits))
         if not variants:
             raise r.fail(f"{where}.variants", "must hold at least one unit variant")
-        namings.append(Naming(nname, r.field(n, "written_by", where, str), r.strings(n, "robot_types", where)
-                              if "robot_types" in n else (), tuple(prefixes.items()), tuple((j, names[j]) for j, _ in joints),
-                              tuple(suffixes.items()), tuple(mimic.items()), tuple(variants)))
+        # order-free: a mapping written in any key order is the same naming (per side, the longest prefix first)
+        ordered = tuple(sorted(prefixes.items(), key=lambda kv: (sides.index(kv[1]), -len(kv[0]), kv[0])))
+        types = r.strings(n, "robot_types", where) if "robot_types" in n else ()
+        namings.append(Naming(nname, r.field(n, "written_by", where, str), types, ordered,
+                              tuple((j, names[j]) for j, _ in joints), tuple(sorted(suffixes.items())),
+                              tuple(sorted(mimic.items())), tuple(variants)))
     return RobotProfile(name, description, robot_types, sides, tuple(joints), tuple(namings), precedence,
                         dict(sources), os.fspath(path))
