@@ -44,13 +44,18 @@ def load_profile_file(path: str | os.PathLike) -> RobotProfile:
 
 
 @functools.cache
-def profiles() -> dict[str, RobotProfile]:
-    """The shipped profiles by name, in detection order (``precedence``, then name). Read once."""
+def _shipped() -> tuple[RobotProfile, ...]:
     found = [load_profile_file(p) for p in sorted(DATA_DIR.glob("*.yaml"))]
     for p in found:
         if Path(p.path).stem != p.name:
             raise MetadataError(p.path, f"name: {p.name!r} is not the file's name")
-    return {p.name: p for p in sorted(found, key=lambda p: (p.precedence, p.name))}
+    return tuple(sorted(found, key=lambda p: (p.precedence, p.name)))
+
+
+def profiles() -> dict[str, RobotProfile]:
+    """The shipped profiles by name, in detection order (``precedence``, then name); the files are read
+    once, the dict is the caller's."""
+    return {p.name: p for p in _shipped()}
 
 
 def get_profile(name: str) -> RobotProfile:
