@@ -13,10 +13,19 @@ from openarm_sim_dataset.core.atomic import TMP_PREFIX
 from openarm_sim_dataset.core.errors import CameraError
 
 from .camera_scan import scan
-from .check import MAX_FINDINGS_PER_EPISODE, CheckFn, Context, EpisodeCheck, Outcome, finding, no_camera_reason, nothing_to_judge
+from .check import (
+    MAX_FINDINGS_PER_EPISODE,
+    CheckFn,
+    Context,
+    EpisodeCheck,
+    Outcome,
+    finding,
+    no_camera_reason,
+    nothing_to_judge,
+)
 from .integrity import check_integrity
-from .summary_json import check_episode_summary
 from .robot import joints_of, margin_in, no_profile_reason, robot_of, speed_in, vector_ranges
+from .summary_json import check_episode_summary
 from .timing import check_camera_coverage, check_camera_rate, check_timestamps
 
 
@@ -266,21 +275,17 @@ def check_joint_limits(ctx: Context) -> Outcome:
     for a robot storing degrees, none for a clamped normalisation such as LeRobot's -100..100).
 
     OpenArm's limits are its MJCF's (`openarm-mujoco`, whose limits are soft: hence the margin); a
-    gripper is judged where its profile gives its range, except an OpenArm gripper read from a LeRobot
-    dataset (its recorder's unit is unknown). A robot without a profile, or whose profile
+    gripper is judged where its profile gives its range; an arm read from a LeRobot dataset is judged by
+    the limits of the naming it was recorded under (LeRobot's gripper motor angle, a ROS 2 joint frame). A robot without a profile, or whose profile
     gives no limit for the joints found, is a `skip` saying so. Each excursion is a timed finding at its
     first sample, naming the joint, the value and the limit."""
     match = robot_of(ctx)
     m = ctx.t.joint_limit_margin
     bad, first, found = set(), None, []
     streams, joints, values = 0, set(), 0
-    lerobot = ctx.ds.lerobot is not None
     for ep, kind, key, s in _each_stream(ctx):
-        # an OpenArm gripper read from a LeRobot dataset holds what its recorder stored (a motor angle, a
-        # finger's travel), not the layout's finger hinge: its range is unknown
         cols = [(d, j) for d, j in enumerate(joints_of(match, key))
-                if j is not None and j.lower is not None and j.upper is not None
-                and not (lerobot and key.startswith("arms/") and j.role == "gripper")]
+                if j is not None and j.lower is not None and j.upper is not None]
         if not cols or not len(s):
             continue
         idx = [d for d, _ in cols]

@@ -67,7 +67,11 @@ def robot_of(ctx: Context) -> RobotMatch:
     """The robot of the episodes under check (cached in the context; ``ctx.robot_profile`` overrides)."""
     if "robot" not in ctx.cache:
         vectors, ranges = vector_ranges(ctx)
-        ctx.cache["robot"] = detect(robot_type(ctx), vectors, ranges, getattr(ctx, "robot_profile", None))
+        src = ctx.ds.lerobot
+        # an arm the LeRobot reader mapped keeps the limits of the naming it was recorded under
+        mapped = {arm.key: arm.profile_naming() for arms in (src.arms.values() if src is not None else ())
+                  for arm in arms if arm.attribute == "qpos"}
+        ctx.cache["robot"] = detect(robot_type(ctx), vectors, ranges, getattr(ctx, "robot_profile", None), mapped)
     return ctx.cache["robot"]
 
 

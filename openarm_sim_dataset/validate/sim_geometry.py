@@ -94,7 +94,8 @@ def _geometry_reduce(ctx: Context, prep, parts: dict) -> Outcome:
                 bad.append(ep)
     detail = (f"{len(figures)} episode-cameras, median floor/table plane error: mean {np.mean(figures) * 1e6:.1f} um, "
               f"max {np.max(figures) * 1e6:.1f} um (limit {ctx.t.plane_error * 1e3:g} mm)") if figures else "no floor/table pixels"
-    return Outcome(not bad and bool(figures), detail + (f"; {problems[0]}" if problems else ""), bad)
+    return Outcome(not bad and bool(figures), detail + (f"; {problems[0]}" if problems else ""), bad,
+                   judged={"episode_cameras": len(figures)})
 
 
 check_sim_geometry = EpisodeCheck(_geometry_episode, _geometry_reduce, select=camera_episodes)
@@ -203,7 +204,8 @@ def _reprojection_reduce(ctx: Context, cam: str | None, parts: dict) -> Outcome:
     e = np.array(errors)
     limit = "/".join(f"{x:.3g}" for x in sorted(limits))
     return Outcome(not bad, f"{len(e)} cube-frames, mean {e.mean():.2f} px, max {e.max():.2f} px (limit {limit} px: "
-                            f"{ctx.t.reprojection_px:g} px at 160x120, in proportion to the image diagonal above it)", bad)
+                            f"{ctx.t.reprojection_px:g} px at 160x120, in proportion to the image diagonal above it)", bad,
+                   judged={"cube_frames": len(e)})
 
 
 check_sim_reprojection = EpisodeCheck(_reprojection_episode, _reprojection_reduce, _fixed_camera)
@@ -316,7 +318,7 @@ def _wrist_reduce(ctx: Context, cams: list[str], parts: dict) -> Outcome:
     shown = "; ".join(f"{c}: {h}/{n}" + (f" ({h / n:.1%})" if n else "") for c, (n, h) in seen.items())
     return Outcome(not bad, f"red cube centre on its label in the in-view frames of {shown} (per episode and "
                    f"camera > {ctx.t.wrist_hit_fraction:.0%} required)" + (f"; failing: {', '.join(worst[:3])}" if worst else ""),
-                   bad)
+                   bad, judged={"frames": sum(n for n, _ in seen.values())})
 
 
 check_sim_wrist = EpisodeCheck(_wrist_episode, _wrist_reduce, _wrist_cameras)

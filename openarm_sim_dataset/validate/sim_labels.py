@@ -304,7 +304,7 @@ def _identity_reduce(ctx: Context, prep, parts: dict) -> Outcome:
               + (f"; first: {first}" if first else "")
               + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
-    return Outcome(not bad and not missing and n > 0, detail, bad + missing)
+    return Outcome(not bad and not missing and n > 0, detail, bad + missing, judged={"episodes": n})
 
 
 check_sim_identity = EpisodeCheck(_identity_episode, _identity_reduce)
@@ -511,7 +511,7 @@ def _labels_reduce(ctx: Context, prep, parts: dict) -> Outcome:
               + (f"; {len(old)} episode(s) of sidecar schema 1 not judged" if old else "")
               + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
-    return Outcome(not bad and not missing and judged > 0, detail, bad + missing)
+    return Outcome(not bad and not missing and judged > 0, detail, bad + missing, judged={"episodes": judged})
 
 
 check_sim_labels = EpisodeCheck(labels_episode, _labels_reduce)

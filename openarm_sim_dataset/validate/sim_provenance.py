@@ -156,7 +156,8 @@ def _provenance_reduce(ctx: Context, prep: tuple[bool, str], parts: dict) -> Out
     if varied or problems:
         detail += (f"; {varied - len(bad)}/{varied} randomised episode models rebuilt from their variation as recorded"
                    + (f"; {len(bad)} episode(s) differ, first: {problems[0]}" if problems else ""))
-    return Outcome(not bad, detail, bad)
+    # the dataset's model rebuilt and compared, then each episode's (randomised ones rebuilt from their variation)
+    return Outcome(not bad, detail, bad, judged={"models": 1 + varied, "episodes": len(parts)})
 
 
 check_sim_provenance = EpisodeCheck(_provenance_episode, _provenance_reduce, _provenance_prepare)

@@ -112,7 +112,7 @@ def _render_reduce(ctx: Context, r, parts: dict) -> Outcome:
               f"identical{psnr}; {mode}"
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
               + (f"; {len(problems)} episode(s) differ, first: {problems[0]}" if problems else ""))
-    return Outcome(not bad and not missing and n > 0, detail, bad + missing)
+    return Outcome(not bad and not missing and n > 0, detail, bad + missing, judged={"frames": n})
 
 
 # (no GL context is made for a physics-only dataset: it may be validated where nothing renders)
@@ -198,7 +198,7 @@ def check_sim_regenerate(ctx: Context) -> Outcome:
     return Outcome(not bad, f"{len(ctx.regenerate)} episode(s) regenerated from their seed, {arrays} arrays compared"
                    + (f" ({trimmed} trimmed by dataset-edit: the regenerated episode cut as its trim record says)"
                       if trimmed else "")
-                   + (f"; {first}" if first else ""), bad)
+                   + (f"; {first}" if first else ""), bad, judged={"episodes": len(ctx.regenerate), "arrays": arrays})
 
 
 def _trimmed_like(rec, side: dict, path):

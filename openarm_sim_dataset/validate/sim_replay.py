@@ -203,7 +203,7 @@ def _replay_reduce(ctx: Context, parts: dict, middle: bool) -> Outcome:
                    + (f"; first: {first}" if first else "")
                    + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else "")
                    + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else ""),
-                   bad + missing)
+                   bad + missing, judged={"frames": frames})
 
 
 _REPLAY_FAILURES = """A failure names the episode, the first frame that differs, the parts of the state that do, and which

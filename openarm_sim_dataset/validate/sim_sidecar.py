@@ -42,7 +42,7 @@ def _episodes_reduce(ctx: Context, prep, parts: dict) -> Outcome:
         detail += f"; missing/unreadable: {parts[missing[0]]}"
     if orphans:
         detail += f"; {len(orphans)} sidecar(s) of unlisted episodes: {', '.join(orphans[:5])}"
-    return Outcome(not missing and not orphans, detail, missing)
+    return Outcome(not missing and not orphans, detail, missing, judged={"sidecars": n})
 
 
 check_sim_episodes = EpisodeCheck(_sidecar_problem, _episodes_reduce)
@@ -100,7 +100,7 @@ def _schema_reduce(ctx: Context, prep: tuple, parts: dict) -> Outcome:
     if missing and not first:
         first = f"episode {missing[0]}: {parts[missing[0]][1]}"
     return Outcome(not bad and not missing and n > 0, f"{n} sidecars, {len(shapes)} arrays each" + (f"; {first}" if first else ""),
-                   bad + missing)
+                   bad + missing, judged={"sidecars": n})
 
 
 check_sim_schema = EpisodeCheck(_schema_episode, _schema_reduce, _schema_prepare)
@@ -190,7 +190,7 @@ def _ranges_reduce(ctx: Context, prep, parts: dict) -> Outcome:
             first = first or f"episode {ep}: {part[1]}"
     return Outcome(not bad, f"{frames} frames: constant interval of camera_hz, rates as declared, unit quaternions, "
                    "finite positive depth, known labels"
-                   + (f"; {first}" if first else ""), bad)
+                   + (f"; {first}" if first else ""), bad, judged={"frames": frames})
 
 
 check_sim_ranges = EpisodeCheck(_ranges_episode, _ranges_reduce, _rates_prepare)
@@ -268,7 +268,7 @@ def _streams_reduce(ctx: Context, prep, parts: dict) -> Outcome:
     if outside and prep[2]:
         lost += f"; {outside} action row(s) outside the sidecar's steps (recorded before or after the simulation node's episode)"
     return Outcome(not bad and compared > 0, f"{compared} obs frames and action samples equal the sidecar's float32"
-                   + lost + (f"; {first}" if first else ""), bad)
+                   + lost + (f"; {first}" if first else ""), bad, judged={"samples": compared})
 
 
 check_sim_streams_agree = EpisodeCheck(_streams_episode, _streams_reduce, _streams_prepare)
@@ -403,7 +403,7 @@ def _agrees_reduce(ctx: Context, prep, parts: dict) -> Outcome:
               + (f"; first difference: {first}" if first else "")
               + (f"; {len(problems)} episode model(s) not as recorded, first: {problems[0]}" if problems else "")
               + (f"; {len(missing)} episode(s) without a usable sidecar" if missing else ""))
-    return Outcome(not bad and not missing and compared > 0, detail, bad + missing)
+    return Outcome(not bad and not missing and compared > 0, detail, bad + missing, judged={"values": compared})
 
 
 check_sim_sidecar_agrees = EpisodeCheck(_agrees_episode, _agrees_reduce)
