@@ -178,40 +178,41 @@ def _repeat_stamp(t: pa.Table) -> pa.Table:
     return t.set_column(i, t.schema.field(i), pa.array(ts).cast(t.schema.field(i).type))
 
 
-#: fault -> (plant(root), the row, its status, words of its detail, (episode, where, sample) of a finding or None)
+#: fault -> (the row, its status, words of its detail, plant(root), (episode, where, sample) of a finding or None)
 FAULTS = {
-    "nonfinite": (lambda r: _edit(r, [2], "obs", "right", _nonfinite), "nonfinite_values", "fail",
-                  "obs arms/right/qpos[2] joint3: 2", ("2", "obs arms/right/qpos", 100)),
-    "constant": (lambda r: [_edit(r, range(EPISODES), k, "left", _set(4, 0.25)) for k in ("obs", "action")],
-                 "constant_dimensions", "warn", "obs arms/left/qpos[4] joint5 = 0.25; action arms/left/qpos[4] joint5 = 0.25",
-                 None),
-    "frozen_action": (lambda r: [_edit(r, [3], "action", s, _frozen) for s in ("right", "left")], "frozen_action", "warn",
-                      "episode 3 70% (longest 2.10 s from 0.50 s)", ("3", "action", 50)),
-    "gripper_at_max": (lambda r: _edit(r, range(EPISODES), "obs", "right", _gripper_at_max), "pinned_at_bound", "warn",
-                       "obs arms/right/qpos[7] gripper at its maximum 0.04 for 95.", ("0", "obs arms/right/qpos", 0)),
-    "outlier": (lambda r: _edit(r, [5], "obs", "left", _spike), "outliers", "warn",
-                "obs arms/left/qpos[1] joint2: 1 outlier(s), 2 jump(s)", ("5", "obs arms/left/qpos", 120)),
-    "drift": (lambda r: [_edit(r, [6, 7], k, "right", _shift) for k in ("obs", "action")], "drift", "warn",
-              "obs arms/right/qpos[0] joint1", None),
-    "stuck_zero": (lambda r: [_edit(r, range(EPISODES), k, "right", _set(2, 0.0)) for k in ("obs", "action")],
-                   "stuck_zero_joint", "fail", "obs arms/right/qpos[2] joint3 (8 of 8 episodes)", ("0", "obs arms/right/qpos", 0)),
-    "stuck_zero_once": (lambda r: _edit(r, [4], "obs", "right", _set(2, 0.0)), "stuck_zero_joint", "warn",
+    "nonfinite": ("nonfinite_values", "fail", "obs arms/right/qpos[2] joint3: 2",  # +Inf and NaN in the right arm's joint3
+                  lambda r: _edit(r, [2], "obs", "right", _nonfinite), ("2", "obs arms/right/qpos", 100)),
+    "constant": ("constant_dimensions", "warn",  # the left arm's joint5 at 0.25 in every sample (obs and action)
+                 "obs arms/left/qpos[4] joint5 = 0.25; action arms/left/qpos[4] joint5 = 0.25",
+                 lambda r: [_edit(r, range(EPISODES), k, "left", _set(4, 0.25)) for k in ("obs", "action")], None),
+    "frozen_action": ("frozen_action", "warn", "episode 3 70% (longest 2.10 s from 0.50 s)",  # both arms' commands held 2.1 s
+                      lambda r: [_edit(r, [3], "action", s, _frozen) for s in ("right", "left")], ("3", "action", 50)),
+    "gripper_at_max": ("pinned_at_bound", "warn",  # the right gripper at its maximum 95 % of every episode
+                       "obs arms/right/qpos[7] gripper at its maximum 0.04 for 95.",
+                       lambda r: _edit(r, range(EPISODES), "obs", "right", _gripper_at_max), ("0", "obs arms/right/qpos", 0)),
+    "outlier": ("outliers", "warn", "obs arms/left/qpos[1] joint2: 1 outlier(s), 2 jump(s)",  # one sample of joint2 + 3 rad
+                lambda r: _edit(r, [5], "obs", "left", _spike), ("5", "obs arms/left/qpos", 120)),
+    "drift": ("drift", "warn", "obs arms/right/qpos[0] joint1",  # the last quarter's right joint1 + 1 rad (obs and action)
+              lambda r: [_edit(r, [6, 7], k, "right", _shift) for k in ("obs", "action")], None),
+    "stuck_zero": ("stuck_zero_joint", "fail", "obs arms/right/qpos[2] joint3 (8 of 8 episodes)",  # joint3 0.0 throughout
+                   lambda r: [_edit(r, range(EPISODES), k, "right", _set(2, 0.0)) for k in ("obs", "action")],
+                   ("0", "obs arms/right/qpos", 0)),
+    "stuck_zero_once": ("stuck_zero_joint", "warn",  # joint3 0.0 over episode 4 alone
                         "0.0 over some episodes while the rest of its vector moves: obs arms/right/qpos[2] joint3 (1 of 8",
-                        ("4", "obs arms/right/qpos", 0)),
-    "action_next_state": (_plant_next_state, "action_convention", "pass",
-                          "action = the next state (lag +1 frame, +10.0 ms) in 16 episode-vector(s)", None),
-    "action_same_frame": (_plant_same_frame, "action_convention", "warn", "the state of the same frame",
-                          ("0", "action arms/left/qpos", 0)),
-    "duplicate_row": (lambda r: _plant_rows(r, 1, "right", _duplicate_row), "duplicate_rows", "warn",
-                      "1 duplicate row(s), 0 repeated stamp(s)", ("1", "obs arms/right/qpos", 101)),
-    "repeated_stamp": (lambda r: _plant_rows(r, 1, "left", _repeat_stamp), "duplicate_rows", "fail",
-                       "0 duplicate row(s), 1 repeated stamp(s) with different values", ("1", "obs arms/left/qpos", 101)),
+                        lambda r: _edit(r, [4], "obs", "right", _set(2, 0.0)), ("4", "obs arms/right/qpos", 0)),
+    "action_same_frame": ("action_convention", "warn", "the state of the same frame",  # action[t] = state[t]
+                          _plant_same_frame, ("0", "action arms/left/qpos", 0)),
+    "duplicate_row": ("duplicate_rows", "warn", "1 duplicate row(s), 0 repeated stamp(s)",  # row 100 written twice
+                      lambda r: _plant_rows(r, 1, "right", _duplicate_row), ("1", "obs arms/right/qpos", 101)),
+    "repeated_stamp": ("duplicate_rows", "fail",  # row 101 stamped as row 100, its values its own
+                       "0 duplicate row(s), 1 repeated stamp(s) with different values",
+                       lambda r: _plant_rows(r, 1, "left", _repeat_stamp), ("1", "obs arms/left/qpos", 101)),
 }
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_each_planted_fault_is_caught_naming_the_dimension(fault, recorded, tmp_path):
-    plant, row, status, words, where = FAULTS[fault]
+    row, status, words, plant, where = FAULTS[fault]
     root = tmp_path / fault
     shutil.copytree(recorded, root)
     plant(root)
@@ -230,6 +231,35 @@ def test_each_planted_fault_is_caught_naming_the_dimension(fault, recorded, tmp_
     also = {"frozen_action": {"outliers"}, "stuck_zero": {"constant_dimensions"}}
     loud = {n for n, x in rows.items() if x.status in ("warn", "fail") and n != row} - also.get(fault, set())
     assert not loud, {n: rows[n].detail for n in loud}
+
+
+def test_an_action_equal_to_the_next_state_is_reported_as_the_convention(recorded, tmp_path):
+    """action[t] = state[t + 1] (a ROS 2 recorder's convention, the last frame its own): a pass naming it."""
+    root = tmp_path / "next_state"
+    shutil.copytree(recorded, root)
+    _plant_next_state(root)
+    r = _rows(root)["action_convention"]
+    assert r.status == "pass" and r.detail == "action = the next state (lag +1 frame, +10.0 ms) in 16 episode-vector(s)"
+
+
+def test_validated_in_groups_the_dataset_wide_rows_give_the_same_verdicts(recorded, tmp_path, monkeypatch):
+    """Groups of 3 episodes: the rows that compare a dimension over the dataset (EpisodeCheck rows) still
+    see every episode (the same detail), the others the same verdicts."""
+    from openarm_sim_dataset.validate import groups
+    from openarm_sim_dataset.validate.check import EpisodeCheck
+
+    root = tmp_path / "grouped"
+    shutil.copytree(recorded, root)
+    _edit(root, [6, 7], "obs", "right", _shift)
+    _edit(root, range(EPISODES), "obs", "left", _gripper_at_max)
+    whole = _rows(root)
+    monkeypatch.setattr(groups, "GROUP_SIZE", 3)
+    grouped = _rows(root)
+    assert {n: r.status for n, r in grouped.items()} == {n: r.status for n, r in whole.items()}
+    assert whole["drift"].status == whole["pinned_at_bound"].status == "warn"
+    for name, fn in SIGNAL_CHECKS:
+        if isinstance(fn, EpisodeCheck):
+            assert grouped[name].detail == whole[name].detail and grouped[name].judged == whole[name].judged
 
 
 def _lerobot(name: str) -> Path:
