@@ -33,6 +33,8 @@ FIX = Path(__file__).resolve().parent / "fixture" / "lerobot"
 SOURCE = json.loads((FIX / "SOURCE.json").read_text())["datasets"]
 OPENARM = ["v30_bi_openarm_av1", "v30_openarm_h264", "v30_deleted", "v30_merged", "v21_bi_openarm"]
 GOOD = OPENARM + ["v30_other_robot", "v30_radians"]
+#: written by LeRobot with other robots' names and units (tests/test_lerobot_robot_fixtures.py reads them)
+ROBOTS = ["v30_so101", "v30_so101_m100", "v30_aloha", "v30_openarm_ros", "v30_state_actions"]
 CAMERAS = OPENARM + ["v30_other_robot"]  # the last one an `image` feature (PNG in the parquet)
 ATTRIBUTES = {"pos": "qpos", "vel": "qvel", "torque": "qtorque"}
 MOTORS = [f"joint_{i}" for i in range(1, 8)] + ["gripper"]
@@ -102,7 +104,7 @@ def one_line_in(err: BaseException, root: Path) -> Path:
 
 # ------------------------------------------------------------------------------------------ tests
 def test_the_committed_files_are_what_lerobot_wrote():
-    assert sorted(SOURCE) == sorted(GOOD + ["v30_no_finalize"])
+    assert sorted(SOURCE) == sorted(GOOD + ROBOTS + ["v30_no_finalize"])
     assert sorted(p.name for p in FIX.iterdir() if p.is_dir()) == sorted(SOURCE)
     for name, entry in SOURCE.items():
         root = FIX / name

@@ -163,7 +163,7 @@ FAULTS = {
                        lambda r: _reencode(r, 1, range, fps=16), "frame 1 at 0.0625 s, expected 0.0667 s (-4.2 ms; -120.8 ms at the last frame)"),
     "shifted_window": ("lerobot_video_ranges", "lerobot_v3.0", _shift_window,  # episode 2's from/to + 0.5 s (a bad merge)
                        "0.5000 s between episode 1 and 2"),
-    "constant_dimension": ("lerobot_zero_variance", "lerobot_v3.0", _constant_dimension,  # state dim 5 constant (a warning)
+    "constant_dimension": ("constant_dimensions", "lerobot_v3.0", _constant_dimension,  # state dim 5 constant (a warning)
                            "observation.state[5] right_joint6.pos = 0.25"),
     "degrees_under_radian_names": ("lerobot_units", "lerobot_v3.0", _degrees_under_radian_names,  # our export's qpos x 57.3
                                    "under radian names"),
@@ -209,11 +209,11 @@ def test_each_planted_fault_is_caught_by_its_check(fault, exports, tmp_path):
     plant(root)
     r = run_cli("validate", root, "--json", check=None)
     # a warning alone exits 0; the planted constant also makes stats.json stale (exit 1)
-    assert r.returncode in ((0, 1) if check == "lerobot_zero_variance" else (1, 2)), r.stderr
+    assert r.returncode in ((0, 1) if check == "constant_dimensions" else (1, 2)), r.stderr
     if r.returncode == 2:  # unusable input: one line naming a file
         pytest.fail(f"{fault}: exit 2 instead of a failing row: {r.stderr}")
     rows = {x["check"]: x for x in json.loads(r.stdout)["rows"]}
-    assert rows[check]["status"] == ("warn" if check == "lerobot_zero_variance" else "fail"), rows[check]
+    assert rows[check]["status"] == ("warn" if check == "constant_dimensions" else "fail"), rows[check]
     assert words in rows[check]["detail"], rows[check]["detail"]
 
 
@@ -231,12 +231,12 @@ def test_a_constant_dimension_is_a_warning_naming_it(exports, tmp_path):
     root = tmp_path / "constant"
     shutil.copytree(exports["lerobot_v3.0"], root)
     _constant_dimension(root)
-    row = next(r for r in _validate(root, "--checks", "lerobot_zero_variance", check=0)["rows"])
+    row = next(r for r in _validate(root, "--checks", "constant_dimensions", check=0)["rows"])
     assert row["status"] == "warn" and "observation.state[5] right_joint6.pos = 0.25" in row["detail"]
 
 
 def test_every_lerobot_check_has_a_planted_fault():
-    assert {n for n, _ in LEROBOT_CHECKS} == {v[0] for v in FAULTS.values()}
+    assert {n for n, _ in LEROBOT_CHECKS} == {v[0] for v in FAULTS.values()} - {"constant_dimensions"}
 
 
 LEROBOT_WRITTEN = OWN_FIXTURES / "lerobot"
@@ -253,7 +253,22 @@ WRITTEN_BY_LEROBOT = {
     "v30_merged": {"lerobot_stats": "warn"},
     # OpenArm names in degrees holding radians: caught
     "v30_radians": {"lerobot_units": "fail"},
+    # other robots as LeRobot writes them: SO-101 in degrees (0.4.4), SO-100 in -100..100 (<= 0.4.3), ALOHA
+    "v30_so101": {},
+    "v30_so101_m100": {},
+    "v30_aloha": {},
+    # OpenArm through ROS 2 (v0.3 names), action = the next state: right_rev3 written 0.0 throughout (a name
+    # missing from /joint_states) is constant and stuck while its arm moves; the values were drawn in the v1.0
+    # description's joint frames, which the v0.3 names do not use (left rev2 spans 0..pi there): outside
+    "v30_openarm_ros": {"constant_dimensions": "warn", "stuck_zero_joint": "fail", "joint_limits": "fail"},
+    # vectors named state/actions: a third of the dimensions constant, a gripper at its maximum 95 % of the
+    # time, the action frozen for 1 s (and its jump back when it resumes)
+    "v30_state_actions": {"constant_dimensions": "warn", "pinned_at_bound": "warn", "frozen_action": "warn",
+                          "outliers": "warn"},
 }
+#: the robot each of them is judged as (named in the report)
+ROBOT_OF = {"v30_so101": "so101", "v30_so101_m100": "so100", "v30_aloha": "aloha", "v30_openarm_ros": "openarm",
+            "v30_state_actions": "generic", "v30_other_robot": "so101", "v21_bi_openarm": "openarm"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ("v30_merged", "v30_openarm_h264") else n
@@ -269,6 +284,13 @@ def test_datasets_written_by_lerobot_validate_without_a_false_alarm(name, tmp_pa
     assert found == WRITTEN_BY_LEROBOT[name], [r for r in doc["rows"] if r["check"] in found]
     skipped = {r["check"] for r in doc["rows"] if r["status"] == "skip" and r["applicable"]}
     assert skipped <= {"camera_joint_timing", "action_follows_obs", "qvel_consistency"}, skipped
+    if name in ROBOT_OF:
+        assert doc["robot"]["profile"] == ROBOT_OF[name], doc["robot"]
+    rows = {r["check"]: r for r in doc["rows"]}
+    if ROBOT_OF.get(name, "generic") != "generic":  # limits judged in the robot's own units
+        assert rows["joint_limits"]["status"] != "skip" and rows["joint_limits"]["judged"]["joints"] > 0, rows["joint_limits"]
+    # no row passes without saying what it judged
+    assert all(r["judged"] and any(r["judged"].values()) for r in doc["rows"] if r["status"] in ("pass", "warn"))
 
 
 def test_a_lerobot_writer_killed_before_finalize_is_one_line_exit_2(tmp_path):

@@ -367,8 +367,8 @@ def check_pose_quaternions(ctx: Context) -> Outcome:
 
 
 def check_episode_length(ctx: Context) -> Outcome:
-    """Every episode spans at least `min_duration` (0.25 s by default), measured on its shortest stream,
-    except an attempt its metadata entry lists as unrecorded: `steps: 0` with at most one row in every
+    """Every episode spans at least `min_duration` (0.25 s by default), measured on its shortest stream
+    (an episode of cameras alone: its shortest camera), except an attempt its metadata entry lists as unrecorded: `steps: 0` with at most one row in every
     stream.
 
     Such an attempt (a generated episode whose planner found no plan from the drawn start, outcome
@@ -383,6 +383,10 @@ def check_episode_length(ctx: Context) -> Outcome:
             if isinstance(s, dict):
                 spans += [(st.timestamps[-1] - st.timestamps[0]) / 1e9 if len(st) > 1 else 0.0 for st in s.values()]
                 rows += [len(st) for st in s.values()]
+        if not rows:  # an episode of cameras alone: its frames span it
+            cams = ctx.cameras(ep)
+            spans = [(c.timestamps[-1] - c.timestamps[0]) / 1e9 for c in cams.values() if len(c.timestamps) > 1] \
+                if isinstance(cams, dict) else []
         dur = min(spans) if spans else 0.0
         if ctx.ds.episode(ep).get("steps") == 0 and rows and max(rows) <= 1:
             unrecorded.append(ep)

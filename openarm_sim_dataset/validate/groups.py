@@ -51,7 +51,7 @@ from .registry import check_table, is_sim_check
 GROUP_SIZE = 50
 #: Rows that read no episode's files, or compare the whole dataset: run once over the whole episode list.
 WHOLE_ROWS = ("metadata", "episode_folders", "lerobot_info", "lerobot_video_ranges", "lerobot_stats",
-              "lerobot_zero_variance", "lerobot_units")
+              "lerobot_units")
 #: Timed findings kept per row over the whole run (the detail counts every one).
 MAX_FINDINGS = 10_000
 

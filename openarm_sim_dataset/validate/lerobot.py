@@ -1,6 +1,7 @@
 """Checks of what the LeRobot layout adds (v2.0, v2.1, v3.0): info.json against the data, files whole, indices
 contiguous, timestamps on ``1/fps``, each episode's video against its frame table, v3.0 video windows
-after a merge, stats.json against the data, dimensions that do not vary, and units against names.
+after a merge, stats.json against the data, and units against names (constant dimensions, of every vector
+whatever its name, are the signal checks' ``constant_dimensions``).
 
 Rows apply to LeRobot datasets only (``ds.lerobot``); every check that needs no OpenArm layout (the
 streams, cameras and physics families) runs on them too. Tolerances are LeRobot's own
@@ -529,26 +530,6 @@ def check_lerobot_stats(ctx: Context) -> Outcome:
     return Outcome(True, detail, judged=judged)
 
 
-def check_lerobot_zero_variance(ctx: Context) -> Outcome:
-    """No state or action dimension is constant over the whole dataset: normalising by its standard
-    deviation (0) turns it into NaN or infinity in training. A warning, not a failure (an unused
-    gripper is legal); the detail names each such dimension."""
-    src = _source(ctx)
-    moments = _moments(ctx)
-    flat = []
-    for key in ("observation.state", "action"):
-        if key in moments and key in src.features:
-            names = src.vector_names(key)
-            for d in np.flatnonzero(moments[key]["std"] == 0):
-                flat.append(f"{key}[{d}] {names[d] if d < len(names) else ''} = {moments[key]['min'][d]:.6g}".rstrip())
-    if not moments:
-        return Outcome(True, "no numeric state or action", skipped=True, applicable=False)
-    if flat:
-        return Outcome(True, f"{len(flat)} dimension(s) constant over the dataset (std 0: NaN after "
-                             f"normalisation): {'; '.join(flat[:6])}", warned=list(ctx.episodes))
-    return Outcome(True, "every state and action dimension varies over the dataset")
-
-
 #: joints 1-7 in degrees that never leave +-pi over a whole dataset while moving more than this are radians
 RADIANS_UNDER_DEGREES_SPAN = 0.5
 
@@ -577,10 +558,11 @@ def check_lerobot_units(ctx: Context) -> Outcome:
                 problems.append(f"{key} {arm.side} arm: joints span {(hi - lo).max():.2f} within +-pi under LeRobot's "
                                 f"degree names: radians?")
     if not judged:
-        return Outcome(True, "no OpenArm arm mapped from the names", skipped=True, applicable=False)
+        return nothing_to_judge("no OpenArm arm mapped from the names")
     if problems:
-        return Outcome(False, f"{'; '.join(problems)}", list(ctx.episodes))
-    return Outcome(True, f"{judged} arm position stream(s) within the range of the unit their names declare")
+        return Outcome(False, f"{'; '.join(problems)}", list(ctx.episodes), judged={"streams": judged})
+    return Outcome(True, f"{judged} arm position stream(s) within the range of the unit their names declare",
+                   judged={"streams": judged})
 
 
 LEROBOT_CHECKS: list[tuple[str, CheckFn]] = [
@@ -591,7 +573,6 @@ LEROBOT_CHECKS: list[tuple[str, CheckFn]] = [
     ("lerobot_video_frames", check_lerobot_video_frames),
     ("lerobot_video_ranges", check_lerobot_video_ranges),
     ("lerobot_stats", check_lerobot_stats),
-    ("lerobot_zero_variance", check_lerobot_zero_variance),
     ("lerobot_units", check_lerobot_units),
 ]
 #: rows that also run under --quick (files and indices: form, not content)

@@ -83,6 +83,8 @@ def robot_label(match: RobotMatch, ctx: Context) -> str:
 def no_profile_reason(match: RobotMatch, ctx: Context, what: str) -> str:
     """Why a robot-aware check judged nothing: no profile, or a profile that knows none of the names, or
     (``what``) none of the joints it knows has the number the check needs."""
+    if not match.vectors:
+        return f"no obs or action stream: no {what} to judge"
     if match.profile.name == GENERIC:
         return f"{robot_label(match, ctx)} has no profile (--robot / --robot-file give one): no {what} known"
     if match.naming is None:

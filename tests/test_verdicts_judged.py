@@ -1,0 +1,203 @@
+"""No pass without judging, walked over the whole check registry.
+
+Every row of the registry is listed in :data:`NOTHING` with a dataset that gives it nothing to judge and
+the words of its skip; a row added later without an entry fails :func:`test_every_row_has_a_dataset_that_gives_it_nothing`.
+Each such row must then be a ``skip`` on that dataset (never a pass), and every row that passes or warns on
+any dataset here must say what it judged (a count above 0). That every row fails on a planted fault is
+shown by the tables of planted faults in the tests (``tools/docs_reference.planted_faults`` reads them;
+the check reference prints them): :func:`test_every_row_has_a_planted_fault` walks the registry for it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from openarm_sim_dataset import Dataset, layout
+from openarm_sim_dataset.validate import validate
+from openarm_sim_dataset.validate.registry import check_table, families
+
+REPO = Path(__file__).resolve().parents[1]
+LEROBOT = REPO / "tests" / "fixture" / "lerobot"
+OWN = REPO / "tests" / "fixture"
+
+#: check -> (the dataset that gives it nothing, words of its skip). ``cameras_only``: one recorded episode of
+#: one camera, no arm stream; ``unknown_robot``: a LeRobot dataset of a robot no profile knows (names
+#: motor_0..5), no camera, three episodes; ``recording``: a row of simulated datasets only, which a
+#: recording's table does not hold; ``empty``: a row that judges the dataset's container (metadata,
+#: folders, files, indices): a dataset with no episode gets one INVALID verdict and no row at all
+NOTHING = {
+    "metadata": ("empty", ""),
+    "episode_folders": ("empty", ""),
+    "integrity": ("unknown_robot", "not an OpenArm layout"),
+    "episode_summary": ("unknown_robot", "not an OpenArm layout"),
+    "parquet_schema": ("cameras_only", "0 parquet files"),
+    "nulls": ("cameras_only", "no obs or action values"),
+    "timestamps": ("cameras_only", "no obs or action stream"),
+    "qpos_jumps": ("unknown_robot", "has no profile"),
+    "joint_limits": ("unknown_robot", "has no profile"),
+    "joint_units": ("unknown_robot", "has no profile"),
+    "pose_quaternions": ("unknown_robot", "no pose streams"),
+    "episode_length": ("empty", ""),
+    "cameras_present": ("unknown_robot", "no camera declared"),
+    "jpeg_frames": ("unknown_robot", "no camera declared"),
+    "camera_rate": ("unknown_robot", "no camera declared"),
+    "camera_span": ("cameras_only", "no camera frames and state streams"),
+    "frame_name_order": ("unknown_robot", "no camera of frame files"),
+    "camera_coverage": ("cameras_only", "no camera frames and state streams"),
+    "camera_frozen": ("unknown_robot", "no camera declared"),
+    "camera_continuity": ("unknown_robot", "no camera declared"),
+    "camera_joint_timing": ("cameras_only", "sees an arm stream"),
+    "camera_placement": ("cameras_only", "no camera over an arm that moves"),
+    "jpeg_encoding": ("unknown_robot", "not an OpenArm layout"),
+    "qvel_consistency": ("unknown_robot", "no obs arm stream"),
+    "action_follows_obs": ("unknown_robot", "no episode with obs and action arm qpos"),
+    "duplicate_episodes": ("cameras_only", "nothing to compare"),
+    "lerobot_info": ("empty", ""),
+    "lerobot_files": ("empty", ""),
+    "lerobot_indices": ("empty", ""),
+    "lerobot_timestamps": ("empty", ""),
+    "lerobot_video_frames": ("unknown_robot", "no"),
+    "lerobot_video_ranges": ("unknown_robot", "no video camera"),
+    "lerobot_stats": ("empty", ""),
+    "lerobot_units": ("unknown_robot", "no OpenArm arm mapped"),
+    "nonfinite_values": ("cameras_only", "no obs or action stream"),
+    "constant_dimensions": ("cameras_only", "no state or action vector"),
+    "frozen_action": ("cameras_only", "no action vector"),
+    "pinned_at_bound": ("cameras_only", "no state or action vector"),
+    "outliers": ("cameras_only", "no state or action vector"),
+    "drift": ("unknown_robot", "drift needs 8 episodes"),
+    "stuck_zero_joint": ("cameras_only", "no state or action vector"),
+    "action_convention": ("cameras_only", "no state and action vector"),
+    "duplicate_rows": ("cameras_only", "no obs or action stream"),
+}
+
+
+def _registry() -> dict[str, str]:
+    """Every row of the registry -> its family."""
+    return {name: family for family, rows, _ in families() for name, _ in rows}
+
+
+def _sim_rows() -> set[str]:
+    return {name for name, family in _registry().items() if family == "simulation"}
+
+
+def test_every_row_has_a_dataset_that_gives_it_nothing():
+    missing = set(_registry()) - set(NOTHING) - _sim_rows()
+    assert not missing, f"rows without a dataset that gives them nothing (add them to NOTHING): {sorted(missing)}"
+    assert not set(NOTHING) - set(_registry()), "NOTHING names rows the registry lacks"
+
+
+def test_every_row_has_a_planted_fault():
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from docs_reference import planted_faults
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    names = set(_registry())
+    faults = planted_faults(names)
+    assert names <= set(faults), f"rows no test plants a fault for: {sorted(names - set(faults))}"
+
+
+@pytest.fixture(scope="module")
+def nothing(tmp_path_factory) -> dict[str, Path]:
+    """The datasets of :data:`NOTHING`, written once."""
+    from openarm_sim_dataset.record import Recorder
+
+    root = tmp_path_factory.mktemp("nothing")
+    cams = root / "cameras_only"
+    meta = {"operation_type": "teleop", "tasks": [{"prompt": "p"}],
+            "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}},
+                          "perceptions": {"cameras": {"head": {}}}}}
+    rng = np.random.default_rng(0)
+    with Recorder(cams, meta) as rec:
+        ep = rec.start_episode(0)
+        for k in range(20):
+            ep.add_frame("head", 1_700_000_000_000_000_000 + k * 100_000_000,
+                         rng.integers(0, 255, (48, 64, 3)).astype(np.uint8))
+        ep.save()
+    out = {"cameras_only": cams}
+    src = LEROBOT / "v30_so101_m100"
+    if src.is_dir():
+        unknown = root / "unknown_robot"
+        shutil.copytree(src, unknown)
+        info_path = unknown / "meta" / "info.json"
+        info = json.loads(info_path.read_text())
+        info["robot_type"] = "mystery_bot"
+        for key in ("observation.state", "action"):
+            info["features"][key]["names"] = [f"motor_{i}" for i in range(info["features"][key]["shape"][0])]
+        info_path.write_text(json.dumps(info, indent=4))
+        out["unknown_robot"] = unknown
+    return out
+
+
+def _rows(path: Path) -> dict:
+    return {r.check: r for r in validate(Dataset(path))}
+
+
+@pytest.mark.parametrize("kind", ["cameras_only", "unknown_robot"])
+def test_a_dataset_that_gives_a_row_nothing_gets_a_skip_saying_why(kind, nothing):
+    if kind not in nothing:
+        pytest.skip("tests/fixture/lerobot/v30_so101_m100 is absent")
+    rows = _rows(nothing[kind])
+    mine = {name: words for name, (where, words) in NOTHING.items() if where == kind}
+    for name, words in mine.items():
+        if name not in rows:  # a row of the other layout: not in this dataset's table
+            assert words == "not an OpenArm layout" or name.startswith("lerobot_"), (name, "missing")
+            continue
+        r = rows[name]
+        assert r.status == "skip", (name, r.status, r.detail)
+        assert words in r.detail, (name, r.detail)
+
+
+def test_a_dataset_without_episodes_is_one_verdict_and_no_row(tmp_path):
+    meta = {"version": layout.FORMAT_VERSION, "operation_type": "teleop", "tasks": [{"prompt": "p"}],
+            "episodes": [], "equipment": {"embodiments": {"arms": {"id": layout.EMBODIMENT_OPENARM}}},
+            "frequencies": {"obs": {}, "action": {}, "cameras": {}}}
+    import yaml
+
+    (tmp_path / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    report = validate(Dataset(tmp_path))
+    assert [r.check for r in report] == ["episodes"] and report[0].status == "fail", report
+
+
+def test_a_recording_holds_no_simulation_row():
+    table = {name for name, _ in check_table(None)}
+    assert not table & _sim_rows()
+
+
+#: datasets written by others than this package (LeRobot itself) and by it: every row that passes or warns
+#: there must say what it judged
+JUDGED_ON = ["v30_so101", "v30_so101_m100", "v30_aloha", "v30_openarm_ros", "v30_state_actions", "v30_other_robot",
+             "v21_bi_openarm", "v30_bi_openarm_av1"]
+
+
+@pytest.mark.parametrize("name", JUDGED_ON + ["own:dataset_0.4.0", "own:dataset_0.2.0", "cameras_only", "unknown_robot"])
+def test_no_row_passes_without_saying_what_it_judged(name, nothing, tmp_path):
+    if name in nothing:
+        path = nothing[name]
+    elif name.startswith("own:"):
+        path = OWN / name[4:]
+    else:
+        path = LEROBOT / name
+    if not path.is_dir():
+        pytest.skip(f"{path} is absent")
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    report = validate(Dataset(copy))
+    empty = [(r.check, r.detail) for r in report if r.status in ("pass", "warn")
+             and not (r.judged and any(r.judged.values()))]
+    assert not empty, empty
+    assert "checks judged" in report.judged_summary()
+
+
+def test_the_summary_says_what_was_judged_and_why_the_rest_was_not(nothing):
+    if "unknown_robot" not in nothing:
+        pytest.skip("tests/fixture/lerobot/v30_so101_m100 is absent")
+    line = validate(Dataset(nothing["unknown_robot"])).judged_summary()
+    assert "robot mystery_bot has no profile" in line and "no camera declared" in line, line
