@@ -16,6 +16,8 @@ from .signal_streams import JudgedStream, judged_streams, rest_floor
 _KEPT_RUN_PERIODS = 2
 #: an episode keeps at most this many of its longest runs in its partial
 _KEPT_RUNS = 2000
+#: the detail gives every episode's frozen share up to this many episodes (the largest three beyond)
+EVERY_SHARE_UP_TO = 20
 
 
 @dataclass
@@ -111,6 +113,8 @@ def _frozen_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     top = ", ".join(f"episode {e} {shares[e]:.0%}" + (f" (longest {_ms(longest[e][1] - longest[e][0])} from "
                                                        f"{(longest[e][0] - eps[e].t_start) / 1e9:.2f} s)" if e in longest else "")
                     for e in worst if shares[e] > 0)
+    if len(shares) <= EVERY_SHARE_UP_TO:
+        figures += f"; by episode: {', '.join(f'{e} {v:.0%}' for e, v in shares.items())}"
     if warned:
         return Outcome(True, f"{len(warned)} episode(s) with the action frozen more than {limit:.0%} of the time: {top}; "
                              f"{figures}", warned=warned, findings=found, judged=judged)
@@ -147,10 +151,11 @@ def _pairs(ctx: Context, streams: list[JudgedStream]) -> list[tuple[JudgedStream
 
 
 def _best_lag(state: np.ndarray, action: np.ndarray, max_lag: int, tol: np.ndarray) -> tuple[int, float]:
-    """The lag L (frames) at which ``action[t] == state[t + L]`` holds for the most frames, and that share."""
+    """The lag L (frames) at which ``action[t] == state[t + L]`` holds for the most frames (the smallest |L|
+    among equals: a slow, quantised state repeats), and that share."""
     best, share = 0, -1.0
     n = len(action)
-    for lag in range(-max_lag, max_lag + 1):
+    for lag in sorted(range(-max_lag, max_lag + 1), key=lambda k: (abs(k), -k)):
         a = action[max(0, -lag): n - max(0, lag)]
         s = state[max(0, lag): n + min(0, lag)]
         if not len(a):
@@ -181,6 +186,7 @@ def check_action_convention(ctx: Context) -> Outcome:
     max_lag = ctx.t.convention_max_lag
     found, warned, tally, pairs, rows, episodes = [], set(), {}, set(), 0, set()
     same: dict[str, list[dict]] = {}
+    dims = 0
     for ep in ctx.episodes:
         streams = judged_streams(ctx, ep)
         if isinstance(streams, str):
@@ -203,7 +209,9 @@ def check_action_convention(ctx: Context) -> Outcome:
             lag, share = _best_lag(sv, av, max_lag, tol)
             period = float(np.median(np.diff(ats))) if len(ats) > 1 else 0.0
             episodes.add(ep)
-            pairs.add(s.key)
+            if s.key not in pairs:
+                pairs.add(s.key)
+                dims += av.shape[1]
             judged_here += 1
             rows += len(av)
             if share < EQUAL_SHARE:
@@ -227,7 +235,7 @@ def check_action_convention(ctx: Context) -> Outcome:
             found += same[ep]
     if not pairs:
         return nothing_to_judge("no state and action vector with the same dimensions (or no state that moves)")
-    judged = {"episodes": len(episodes), "streams": len(pairs), "rows": rows}
+    judged = {"episodes": len(episodes), "streams": len(pairs), "dimensions": dims, "rows": rows}
     shown = "; ".join(f"action = {what} in {len(where)} episode-vector(s)" for what, where in
                       sorted(tally.items(), key=lambda kv: -len(kv[1])))
     if warned:

@@ -266,8 +266,9 @@ def _stuck_zero_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
 
     A failure when the dimension is 0.0 in every episode in which its siblings move (the recording never
     had that joint); a warning when only in some (the joint was lost in those episodes). Each such
-    episode is a finding over its whole span, naming the dimension. Joints only: a Cartesian coordinate
-    or a quaternion component of a pose may be 0.0 throughout."""
+    episode is a finding over its whole span, naming the dimension. Joint positions only: a Cartesian
+    coordinate or a quaternion component of a pose may be 0.0 throughout, and a driver that reports no
+    velocity or effort writes 0.0 there."""
     streams = by_stream(parts)
     if not streams:
         return nothing_to_judge(NOTHING)
@@ -276,8 +277,10 @@ def _stuck_zero_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
         width = len(items[0][1].columns)
         if width < 2:
             continue
-        # a pose's coordinate or quaternion component may be 0.0 throughout (a rotation about one axis)
-        joint = np.array([not key.endswith("/pose") and not is_cartesian(c) for c in items[0][1].columns])
+        # joint positions only: a pose's coordinate or quaternion component may be 0.0 throughout (a rotation
+        # about one axis), and a driver that reports no velocity or effort writes 0.0 there
+        joint = position_dims(items[0][1]) & np.array([not key.endswith("/pose") and not is_cartesian(c)
+                                                       for c in items[0][1].columns])
         zeros = np.stack([s.zero for _, s in items]) & joint
         moving = np.stack([s.dim_moving for _, s in items])
         # siblings move: some other dimension of the same episode moves
