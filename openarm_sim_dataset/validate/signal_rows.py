@@ -74,7 +74,7 @@ def check_duplicate_rows(ctx: Context) -> Outcome:
     an exact duplicate row warns (it is the same frame, weighted twice in training). Per episode the
     counts; each row a finding at its time."""
     failed, warned, found, counts = set(), set(), [], {"duplicate": 0, "conflicting": 0}
-    eps, tables, rows, dims = 0, 0, 0, 0
+    eps, tables, rows, widths = 0, 0, 0, {}
     for ep in ctx.episodes:
         groups: dict[tuple[str, int], list] = {}
         for kind in layout.KINDS:
@@ -101,7 +101,7 @@ def check_duplicate_rows(ctx: Context) -> Outcome:
                 tables += 1
                 ts = np.asarray(tab[0][2].timestamps, dtype=np.int64)
                 rows += len(ts)
-                dims += sum(s.values.shape[1] for _, _, s in tab)
+                widths.update({(k, key): s.values.shape[1] for k, key, s in tab})
                 repeat = ts[1:] == ts[:-1]
                 if not repeat.any():
                     continue
@@ -117,7 +117,7 @@ def check_duplicate_rows(ctx: Context) -> Outcome:
                 (failed if conflict.any() else warned).add(ep)
     if not tables:
         return nothing_to_judge("no obs or action stream of two rows or more")
-    judged = {"episodes": eps, "streams": tables, "dimensions": dims, "rows": rows}
+    judged = {"episodes": eps, "streams": len(widths), "dimensions": sum(widths.values()), "rows": rows}
     figures = f"{counts['duplicate']} duplicate row(s), {counts['conflicting']} repeated stamp(s) with different values"
     if failed or warned:
         return Outcome(not failed, f"{figures} in {len(failed | warned)} episode(s) of {tables} tables",

@@ -69,8 +69,8 @@ class Thresholds:
     # SO-101 recording 7-36 %, lerobot-doctor)
     frozen_action_share: float = 0.3
     pinned_share: float = 0.9  # share of a dimension's samples at its own dataset minimum or maximum: pinned
-    outlier_sigmas: float = 10.0  # std from the dimension's dataset mean: an outlier (lerobot-doctor's 10)
-    # a single-sample step this many times the dimension's 99th-percentile step is a jump (clean data: <= 3.7)
+    outlier_sigmas: float = 10.0  # std from the dimension's dataset mean: an outlier (lerobot-doctor's 10; clean data <= 4.5)
+    # a single-sample step this many times the dimension's 99th-percentile step is a jump (clean data: <= 3.5)
     jump_factor: float = 10.0
     drift_sigmas: float = 3.0  # first vs last quarter of a task's episodes, in pooled within-quarter std
     drift_min_episodes: int = 8  # episodes of one task (in which the vector moves) drift needs
