@@ -180,7 +180,7 @@ def _repeat_stamp(t: pa.Table) -> pa.Table:
 
 #: fault -> (the row, its status, words of its detail, plant(root), (episode, where, sample) of a finding or None)
 FAULTS = {
-    "nonfinite": ("nonfinite_values", "fail", "obs arms/right/qpos[2] joint3: 2",  # +Inf and NaN in the right arm's joint3
+    "nonfinite": ("nonfinite_values", "fail", "obs arms/right/qpos[2] joint3: 1 NaN, 1 +Inf",  # +Inf and NaN in the right arm's joint3
                   lambda r: _edit(r, [2], "obs", "right", _nonfinite), ("2", "obs arms/right/qpos", 100)),
     "constant": ("constant_dimensions", "warn",  # the left arm's joint5 at 0.25 in every sample (obs and action)
                  "obs arms/left/qpos[4] joint5 = 0.25; action arms/left/qpos[4] joint5 = 0.25",
@@ -260,6 +260,21 @@ def test_validated_in_groups_the_dataset_wide_rows_give_the_same_verdicts(record
     for name, fn in SIGNAL_CHECKS:
         if isinstance(fn, EpisodeCheck):
             assert grouped[name].detail == whole[name].detail and grouped[name].judged == whole[name].judged
+
+
+def test_a_dimension_nan_throughout_fails_nonfinite_alone_and_warns_nothing(recorded, tmp_path):
+    """Episode 2's right joint3 NaN in every sample: `nonfinite_values` fails naming it; the other rows judge
+    the finite values (no numpy warning, no crash, no alarm of their own)."""
+    import warnings
+
+    root = tmp_path / "nan"
+    shutil.copytree(recorded, root)
+    _edit(root, [2], "obs", "right", _set(2, np.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rows = _rows(root)
+    assert rows["nonfinite_values"].status == "fail" and "obs arms/right/qpos[2] joint3: 300 NaN" in rows["nonfinite_values"].detail
+    assert {n for n, r in rows.items() if r.status != "pass"} == {"nonfinite_values"}
 
 
 def _lerobot(name: str) -> Path:

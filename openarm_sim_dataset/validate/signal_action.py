@@ -197,15 +197,17 @@ def check_action_convention(ctx: Context) -> Outcome:
             av = a.stream.values.astype(np.float64)[:, order]
             if len(av) < 3 or len(sv) < 3:
                 continue
-            mag = np.nanmax(np.abs(sv), axis=0)
-            if not (np.nanmax(sv, axis=0) - np.nanmin(sv, axis=0) > rest_floor(mag, ctx.t.signal_rest_range)).any():
+            finite = np.isfinite(sv)
+            mag = np.abs(np.where(finite, sv, 0.0)).max(axis=0)
+            span = np.where(finite, sv, -np.inf).max(axis=0) - np.where(finite, sv, np.inf).min(axis=0)
+            if not (span > rest_floor(mag, ctx.t.signal_rest_range)).any():  # resting: every lag would fit
                 continue
             sts, ats = np.asarray(s.stream.timestamps), np.asarray(a.stream.timestamps)
             if not np.array_equal(sts, ats):
                 idx = np.searchsorted(sts, ats, side="right") - 1
                 keep = idx >= 0
                 av, ats, sv = av[keep], ats[keep], sv[idx[keep]]
-            tol = 1e-6 * np.maximum(1.0, np.abs(sv).max(axis=0))
+            tol = 1e-6 * np.maximum(1.0, mag)
             lag, share = _best_lag(sv, av, max_lag, tol)
             period = float(np.median(np.diff(ats))) if len(ats) > 1 else 0.0
             episodes.add(ep)

@@ -7,7 +7,7 @@ import numpy as np
 from openarm_sim_dataset.core import layout
 
 from .check import MAX_FINDINGS_PER_EPISODE, Context, Outcome, finding, nothing_to_judge
-from .signal_streams import label
+from .signal_streams import stream_labels
 
 
 def check_nonfinite_values(ctx: Context) -> Outcome:
@@ -38,21 +38,27 @@ def check_nonfinite_values(ctx: Context) -> Outcome:
                 nan, pos = np.isnan(x), np.isposinf(x)
                 neg = ~finite & ~nan & ~pos
                 first = np.argmax(~finite, axis=0)
-                for d in np.flatnonzero(~finite.all(axis=0))[:MAX_FINDINGS_PER_EPISODE]:
-                    what = ", ".join(f"{int(m[:, d].sum())} {name}" for name, m in (("NaN", nan), ("+Inf", pos), ("-Inf", neg))
-                                     if m[:, d].any())
-                    name = label(key, d, s.columns[d] if d < len(s.columns) else f"d{d}")
-                    counts[f"{kind} {name}"] = counts.get(f"{kind} {name}", 0) + int((~finite[:, d]).sum())
-                    found.append(finding(ep, int(s.timestamps[first[d]]), f"{name}: {what}", f"{kind} {key}"))
+                labels = stream_labels(ctx, kind, key, s)
+                for d in np.flatnonzero(~finite.all(axis=0)):
+                    tally = counts.setdefault(labels[d], np.zeros(3, dtype=np.int64))
+                    here = np.array([nan[:, d].sum(), pos[:, d].sum(), neg[:, d].sum()])
+                    tally += here
+                    found.append(finding(ep, int(s.timestamps[first[d]]), f"{labels[d]}: {_kinds(here)}", f"{kind} {key}"))
         eps += seen
     if not keys:
         return nothing_to_judge("no obs or action stream")
     judged = {"episodes": eps, "streams": len(keys), "dimensions": sum(dims.values()), "rows": rows}
     if bad:
-        shown = "; ".join(f"{n}: {c}" for n, c in list(counts.items())[:6])
-        return Outcome(False, f"{sum(counts.values())} value(s) NaN or infinite in {len(bad)} episode(s): {shown}",
+        shown = "; ".join(f"{n}: {_kinds(c)}" for n, c in list(counts.items())[:6])
+        return Outcome(False, f"{int(sum(c.sum() for c in counts.values()))} value(s) NaN or infinite in {len(bad)} "
+                              f"episode(s): {shown}",
                        sorted(bad), findings=found, judged=judged)
     return Outcome(True, f"every value finite ({sum(dims.values())} dimensions of {len(keys)} streams)", judged=judged)
+
+
+def _kinds(counts: np.ndarray) -> str:
+    """``2 NaN, 1 +Inf`` from the counts of NaN, +Inf and -Inf."""
+    return ", ".join(f"{int(n)} {name}" for name, n in zip(("NaN", "+Inf", "-Inf"), counts) if n)
 
 
 def _same_rows(blocks: list[np.ndarray]) -> np.ndarray:
