@@ -81,7 +81,8 @@ def test_openarm_limits_are_the_models_and_lerobots():
     j1 = ours.limit("left", "joint1")
     assert (j1.unit, j1.lower, j1.upper, j1.velocity) == ("rad", -3.4907, 1.3963, 16.754666)
     assert "openarm_bimanual.xml" in j1.source and "joint_limits.yaml" in j1.source
-    assert ours.limit("right", "gripper").upper == 0.0 and ours.limit("left", "joint4").velocity == 5.445426
+    # the layout's gripper column holds what its recorder stores (a finger hinge, a motor angle): no range
+    assert ours.limit("right", "gripper").upper is None and ours.limit("left", "joint4").velocity == 5.445426
     lr = get_profile("openarm").naming("lerobot").variants[0].limit("right", "joint2")
     assert (lr.unit, lr.lower, lr.upper) == ("deg", -9.0, 90.0)
     assert lr.velocity == pytest.approx(math.degrees(16.754666))
@@ -269,7 +270,7 @@ def test_streams_the_reader_mapped_are_judged_by_the_naming_they_came_from():
     assert m.unit_problems({k: gripper_closed for k in columns}) == []
     # without the hint the streams are this package's own: the MJCF's finger hinge, which -0.61 leaves
     own = detect("bi_openarm_follower", columns)
-    assert own.naming.name == "openarm_sim_dataset" and own.joints_for("arms/left/qpos")[7].lower == 0.0
+    assert own.naming.name == "openarm_sim_dataset" and own.joints_for("arms/left/qpos")[7].lower is None
     ros = {a.key: a.profile_naming() for a in map_arms(ROS_V03)[0]}
     m = detect("openarm_static_bimanual", columns, mapped=ros)
     assert m.naming.name == "ros2_v0.3" and m.scales == {}

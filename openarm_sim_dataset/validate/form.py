@@ -262,8 +262,7 @@ def check_qpos_jumps(ctx: Context) -> Outcome:
     else:
         limits = f"limit {speed_limit:g} rad/s" + "".join(
             f", {speed_limit / hz:.3g} rad per sample at {_hz(hz)} Hz" for hz in at)
-    return Outcome(not bad, f"{len(joints)} joints of {match.profile.name} in {streams} streams: largest speed "
-                            f"{worst:.2f} rad/s ({limits})" + (f"; {first}" if first else ""),
+    return Outcome(not bad, f"largest speed {worst:.2f} rad/s ({limits})" + (f"; {first}" if first else ""),
                    sorted(bad), findings=found, judged={"streams": streams, "joints": len(joints), "rows": samples})
 
 

@@ -46,6 +46,7 @@ from openarm_sim_dataset.core.errors import DatasetError
 
 from .check import BLOCK_ERRORS, Context, EpisodeCheck, Outcome, RemoteCheckError, block_error_text
 from .registry import check_table, is_sim_check
+from .robot import ROBOT_ROWS, robot_of
 
 #: Episodes per group (a group's streams, ~1 MB per default episode, are held at once).
 GROUP_SIZE = 50
@@ -147,13 +148,16 @@ def table_of(ds, names: list[str], simulation: bool) -> list[tuple[str, object]]
 def run_group(root: str, cwd: str, ids: list[str], names: list[str], simulation: bool, thresholds,
               regenerate: list[str], robot=None, expected_env: dict | None = None):
     """Body of one group (a worker process or a Ray task): every row ``names`` on episodes ``ids``.
+    ``robot``: the :class:`~openarm_sim_dataset.core.robots.RobotMatch` the driver detected (one robot per run).
     Returns ``("ok", {name: ("out", Outcome) | ("parts", {ep: answer}) | ("err", kind, text)}, file_lines)``
     or ``("refused", message)`` (a Ray worker whose environment differs from the driver's)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         os.chdir(cwd)
         ds = _dataset(root)
-        ctx = Context(ds, ids, thresholds, [e for e in regenerate if e in ids], robot)
+        ctx = Context(ds, ids, thresholds, [e for e in regenerate if e in ids])
+        if robot is not None:  # the robot the driver detected: one robot per run, whatever the group
+            ctx.cache["robot"] = robot
         table = table_of(ds, names, simulation)
         if expected_env is not None:
             from .checks_on_ray import worker_environment  # optional extra: ray
@@ -259,8 +263,8 @@ def grouped_outcomes(ctx: Context, table: list, simulation: bool, workers: int =
     parts: dict[str, dict] = {n: {} for n in episode_rows}
     failed_rows: dict[str, tuple[str, str]] = {}
     seen_lines = set(ctx.file_lines)
-    for g, answer in run_groups(ctx.ds, ctx.episodes, names, simulation, ctx.t, ctx.regenerate, workers, ray,
-                                ctx.robot_profile):
+    robot = robot_of(ctx) if any(n in ROBOT_ROWS for n in names) else None
+    for g, answer in run_groups(ctx.ds, ctx.episodes, names, simulation, ctx.t, ctx.regenerate, workers, ray, robot):
         if answer[0] == "refused":
             if ray is not None:
                 raise ClusterError(None, f"episodes {g[0]}..{g[-1]} refused: {answer[1]}")
