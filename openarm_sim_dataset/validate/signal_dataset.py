@@ -176,11 +176,11 @@ def _outliers_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
                 step = np.abs(np.diff(x, axis=0))
                 jumps = (step > jump) & jump_dims & np.isfinite(step)
             rows, dims = np.nonzero(far)
-            for r, d in list(zip(rows, dims))[:MAX_FINDINGS_PER_EPISODE]:
+            for r, d in zip(rows[:MAX_FINDINGS_PER_EPISODE], dims[:MAX_FINDINGS_PER_EPISODE]):
                 found.append(finding(ep, ts[r], f"{s.labels[d]} = {_value(x[r, d])}, {dev[r, d]:.1f} std "
                                      f"from its mean {_value(mean[d])}", f"{kind} {key}", level="warn"))
             rows_j, dims_j = np.nonzero(jumps)
-            for r, d in list(zip(rows_j, dims_j))[:MAX_FINDINGS_PER_EPISODE]:
+            for r, d in zip(rows_j[:MAX_FINDINGS_PER_EPISODE], dims_j[:MAX_FINDINGS_PER_EPISODE]):
                 found.append(finding(ep, ts[r + 1], f"{s.labels[d]} jumps {_value(step[r, d])} in one "
                                      f"sample, {step[r, d] / max(scale[d], 1e-300):.0f} x its 99th-percentile step "
                                      f"{_value(scale[d])}", f"{kind} {key}", level="warn"))
