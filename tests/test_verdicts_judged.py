@@ -201,3 +201,23 @@ def test_the_summary_says_what_was_judged_and_why_the_rest_was_not(nothing):
         pytest.skip("tests/fixture/lerobot/v30_so101_m100 is absent")
     line = validate(Dataset(nothing["unknown_robot"])).judged_summary()
     assert "robot mystery_bot has no profile" in line and "no camera declared" in line, line
+
+
+def test_markdown_report_and_fail_on_warn(tmp_path):
+    from conftest import run_cli
+
+    src = LEROBOT / "v30_state_actions"
+    if not src.is_dir():
+        pytest.skip(f"{src} is absent")
+    root = tmp_path / "ds"
+    shutil.copytree(src, root)
+    out = tmp_path / "report.md"
+    plain = run_cli("validate", root, check=0)  # warnings alone: valid, exit 0
+    assert "judged: " in plain.stdout and "robot: generic" in plain.stdout
+    strict = run_cli("validate", root, "--markdown", out, "--fail-on", "warn", check=1)
+    assert "valid (" in strict.stdout  # the verdict is unchanged: only the exit code
+    text = out.read_text()
+    assert text.startswith(f"# Validation of `{root}`") and "**Judged:**" in text
+    assert "| **warn** | `constant_dimensions` |" in text and "| skip | `joint_limits` |" in text
+    assert "right.gripper.pos" in text  # the pinned gripper, named
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "report.md"]  # written atomically, nothing else

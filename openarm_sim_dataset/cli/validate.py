@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dataset", help="dataset folder (any OpenArm layout)")
     p.add_argument("--episodes", nargs="+", help="only these episode ids")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE (the verdict, the "
+                                                      "robot, what was judged and skipped, a row per check, the "
+                                                      "timed findings): for a pull request or a CI summary")
+    p.add_argument("--fail-on", choices=("fail", "warn"), default="fail",
+                   help="exit 1 on a failed check (default) or also on a warning (warn: for CI; unlike --strict it "
+                        "changes no verdict and no valid flag)")
     p.add_argument("--no-update-metadata", action="store_true", help="do not write valid flags into metadata.yaml")
     p.add_argument("--no-simulation", action="store_true", help="skip the simulation checks")
     p.add_argument("--regenerate", nargs="+", metavar="ID", default=[],
@@ -225,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"dataset-validate: {ds.root / 'metadata.yaml'}: not updated: another process is writing this "
                       "dataset (lock held); the verdict below is not recorded", file=sys.stderr)
         failed = [r for r in rows if r.failed]
+        if args.markdown:
+            from openarm_sim_dataset.core.atomic import atomic_write_bytes  # start-up: only --markdown
+            from openarm_sim_dataset.validate.report_markdown import markdown  # start-up: only --markdown
+
+            atomic_write_bytes(args.markdown, markdown(rows, args.dataset, flags).encode())
+        warned = args.fail_on == "warn" and any(r.status == "warn" for r in rows)
         for line in rows.file_lines:  # openarm_dataset's per-file lines, which scripts grep stderr for
             print(line, file=sys.stderr)
         if args.json:
@@ -252,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"judged: {rows.judged_summary()}")
             print(f"{ds.root}: {'valid' if not failed else 'INVALID'} ({rows.summary()}, "
                   f"{len(flags) - n_bad}/{len(flags)} episodes valid)")
-        return EXIT_INVALID if failed else EXIT_OK
+        return EXIT_INVALID if failed or warned else EXIT_OK
 
     return run(body, "dataset-validate")
 
