@@ -120,7 +120,8 @@ def test_a_row_with_nothing_to_judge_skips(recorded):
     rows = _rows(recorded, episodes=[])
     assert {n: r.status for n, r in rows.items()} == dict.fromkeys(ROWS, "skip")
     drift = _rows(recorded, episodes=["0", "1", "2", "3"])["drift"]
-    assert drift.status == "skip" and "needs 8 episodes of one task" in drift.detail and "the most is 4" in drift.detail
+    assert drift.status == "skip" and "needs 8 episodes in which a vector moves" in drift.detail
+    assert "the most is 4" in drift.detail
 
 
 def _frozen(v):
@@ -275,6 +276,22 @@ def test_a_dimension_nan_throughout_fails_nonfinite_alone_and_warns_nothing(reco
         rows = _rows(root)
     assert rows["nonfinite_values"].status == "fail" and "obs arms/right/qpos[2] joint3: 300 NaN" in rows["nonfinite_values"].detail
     assert {n for n, r in rows.items() if r.status != "pass"} == {"nonfinite_values"}
+
+
+def test_drift_is_compared_across_tasks_when_no_task_has_enough_episodes(recorded, tmp_path):
+    """A prompt per episode (eight tasks of one episode each): the quarters are compared across tasks."""
+    import yaml
+
+    root = tmp_path / "prompts"
+    shutil.copytree(recorded, root)
+    _edit(root, [6, 7], "obs", "right", _shift)
+    doc = yaml.safe_load((root / "metadata.yaml").read_text())
+    doc["tasks"] = [{"prompt": f"p{i}"} for i in range(EPISODES)]
+    for i, e in enumerate(doc["episodes"]):
+        e["task_index"] = i
+    (root / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = _rows(root)["drift"]
+    assert r.status == "warn" and "obs arms/right/qpos[0] joint1 (all tasks together)" in r.detail, r.detail
 
 
 def _lerobot(name: str) -> Path:

@@ -206,6 +206,10 @@ def _task_of(ctx: Context) -> dict[str, object]:
     return {str(e.get("id")): e.get("task_index", e.get("task")) for e in ctx.ds.meta.episodes}
 
 
+#: the group of a drift compared over every episode, when no task has enough episodes of its own
+ACROSS_TASKS = "all tasks together"
+
+
 def _drift_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     """The mean of no position dimension of a state or action vector moves between the first and the last
     quarter of a task's episodes (in dataset order) by more than `drift_sigmas` (3) standard deviations
@@ -213,18 +217,24 @@ def _drift_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     whose calibration drifted, an operator whose habit changed, a camera mount moved. Compared per task
     (different tasks differ by nature), over the episodes in which the vector moves; needs
     `drift_min_episodes` (8) such episodes of one task, else a skip saying how many there are.
-    lerobot-doctor's figure is 3 std too. A warning naming the dimension, both means and the shift."""
+    lerobot-doctor's figure is 3 std too. When no task has that many (a prompt per episode) but the
+    dataset has, its episodes are compared across tasks, and the detail says so. A warning naming the
+    dimension, both means and the shift."""
     streams = by_stream(parts)
     if not streams:
         return nothing_to_judge(NOTHING)
     need, k = ctx.t.drift_min_episodes, ctx.t.drift_sigmas
     task = _task_of(ctx)
-    drifted, eps, judged_eps, judged_dims, most = [], set(), set(), 0, 0
+    drifted, eps, judged_eps, judged_dims, most, across = [], set(), set(), 0, 0, False
     for all_items in streams.values():
         groups: dict[object, list] = {}
         for ep, s in all_items:
             if s.moving:
                 groups.setdefault(task.get(ep), []).append((ep, s))
+        if len(groups) > 1 and max(map(len, groups.values())) < need:
+            # no task has enough episodes (a prompt per episode): the episodes are compared across tasks
+            groups = {ACROSS_TASKS: [(ep, s) for ep, s in all_items if s.moving]}
+            across = True
         for t, items in groups.items():
             most = max(most, len(items))
             if len(items) < need:
@@ -243,18 +253,21 @@ def _drift_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
                                 rest_floor(np.maximum(np.abs(lo), np.abs(hi)), ctx.t.signal_rest_range))
             shift = np.abs(m2 - m1) / pooled
             for d in np.flatnonzero(mask & (shift > k)):
-                drifted.append(f"{items[0][1].labels[d]}{'' if t is None else f' (task {t})'}: "
+                where = "" if t is None else f" ({t})" if t == ACROSS_TASKS else f" (task {t})"
+                drifted.append(f"{items[0][1].labels[d]}{where}: "
                                f"mean {_value(m1[d])} over episodes {first[0][0]}..{first[-1][0]}, {_value(m2[d])} over "
                                f"{last[0][0]}..{last[-1][0]} ({shift[d]:.1f} std)")
                 eps.update(ep for ep, _ in last)
     if not judged_dims:
-        return nothing_to_judge(f"drift needs {need} episodes of one task in which a vector moves; the most is {most}")
+        return nothing_to_judge(f"drift needs {need} episodes in which a vector moves (of one task, or of all when no "
+                                f"task has that many); the most is {most}")
     judged = dict(judged_counts({ep: parts[ep] for ep in judged_eps}), dimensions=judged_dims)
     if drifted:
         return Outcome(True, f"{len(drifted)} dimension(s) drift between the first and last quarter of their task's "
                              f"episodes (more than {k:g} std): {'; '.join(drifted[:6])}", warned=sorted(eps), judged=judged)
     return Outcome(True, f"{judged_dims} position dimensions: no mean moves more than {k:g} std between the first and "
-                         f"last quarter of a task's episodes", judged=judged)
+                         f"last quarter of a task's episodes{' (of all, no task having ' + str(need) + ')' if across else ''}",
+                   judged=judged)
 
 
 # ---------------------------------------------------------------------------------------- stuck zero
