@@ -95,7 +95,7 @@ def test_a_glitch_at_10_hz_fails_naming_the_joint_its_speed_and_time(tmp_path):
     assert row.failed and row.episodes == ["0"]
     assert [(f["t_ns"], f["where"], f["what"]) for f in row.findings] == \
         [(int(t[k]), "obs arms/right/qpos", "joint1 jumps 3.542 rad (35.4 rad/s)")]
-    assert "episode 0 obs arms/right/qpos: 35.4 rad/s, 3.542 rad per sample (limit 3 rad at 10 Hz)" in row.detail
+    assert "episode 0 obs arms/right/qpos: joint1 35.4 rad/s, 3.542 rad per sample (limit 3 rad at 10 Hz)" in row.detail
     # the installed tool as a process: exit 1 on the glitch, 0 on the clean recording
     r = run_cli_process("validate", tmp_path / "ds", "--checks", "qpos_jumps", "--no-update-metadata", check=1)
     assert "[FAIL] qpos_jumps  largest speed 35.42 rad/s" in r.stdout

@@ -242,7 +242,8 @@ def check_qpos_jumps(ctx: Context) -> Outcome:
         if m > limit:
             bad.add(ep)
             rate = f"{m / period:.1f} rad/s, " if period > 0 else ""
-            first = first or (f"episode {ep} {kind} {key}: {rate}{m:.3f} rad per sample "
+            fastest = s.columns[idx[int(np.nanargmax(np.nanmax(change, axis=0)))]]
+            first = first or (f"episode {ep} {kind} {key}: {fastest} {rate}{m:.3f} rad per sample "
                               f"(limit {limit:.3g} rad{f' at {_hz(1 / period)} Hz' if period > 0 else ''})")
             with np.errstate(invalid="ignore"):
                 over = change > limit
