@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import run_cli
 
 LEROBOT = Path(__file__).resolve().parent / "fixture" / "lerobot"
