@@ -124,7 +124,6 @@ def _frozen_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
 check_frozen_action = EpisodeCheck(_frozen_episode, _frozen_reduce)
 
 
-# ------------------------------------------------------------------------------------ the convention
 def _pairs(ctx: Context, streams: list[JudgedStream]) -> list[tuple[JudgedStream, JudgedStream, np.ndarray]]:
     """``(state, action, order)`` pairs: the action's columns ``order`` line up with the state's. Arms:
     the same key in obs and action (positions only); LeRobot vectors: the state and action features whose

@@ -41,7 +41,6 @@ def _value(v: float) -> str:
     return f"{v:.6g}"
 
 
-# ------------------------------------------------------------------------------------------- constant
 def _constant_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     """No dimension of a state or action vector is constant over the whole dataset (its minimum equals its
     maximum, exactly: float32 data has no other std 0): normalising by its standard deviation (0) makes
@@ -81,7 +80,6 @@ def _constant_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
                          f"streams varies over the dataset{note}", judged=judged)
 
 
-# -------------------------------------------------------------------------------------------- pinned
 def _pinned_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     """No position dimension of a state or action vector sits at its own dataset minimum or maximum for
     more than `pinned_share` (90 %) of its samples, over the episodes in which its vector moves: a value
@@ -125,7 +123,6 @@ def _pinned_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
                          f"{share_max:.0%} of its samples", judged=judged)
 
 
-# ------------------------------------------------------------------------------------------ outliers
 def _outliers_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     """No position value of a state or action vector lies more than `outlier_sigmas` (10) standard
     deviations from its dimension's dataset mean, and no single-sample step of a dimension exceeds
@@ -201,7 +198,6 @@ def _outliers_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     return Outcome(True, f"{judged_dims} position dimensions: no value {rule}", judged=judged)
 
 
-# --------------------------------------------------------------------------------------------- drift
 def _task_of(ctx: Context) -> dict[str, object]:
     return {str(e.get("id")): e.get("task_index", e.get("task")) for e in ctx.ds.meta.episodes}
 
@@ -270,7 +266,6 @@ def _drift_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
                    judged=judged)
 
 
-# ---------------------------------------------------------------------------------------- stuck zero
 def _stuck_zero_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     """No dimension of a state or action vector is exactly 0.0 over a whole episode while other dimensions
     of the same vector (the same arm) move in it: the signature of a joint whose name is missing from a
