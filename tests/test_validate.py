@@ -63,7 +63,7 @@ def test_clean_dataset_passes_every_check(generated):
     assert rows["integrity"].passed and rows["camera_frozen"].passed and rows["camera_rate"].passed
     assert "204/204 JPEG bytes identical" in rows["sim_render"].detail and "exact JPEG bytes" in rows["sim_render"].detail
     # skips are rows of their own, never passes
-    assert {k for k, r in rows.items() if r.skipped} == {"pose_quaternions", "sim_regenerate"}
+    assert {k for k, r in rows.items() if r.skipped} == {"pose_quaternions", "sim_regenerate", "drift"}
     assert all(not r.passed for r in rows.values() if r.skipped)
 
 

