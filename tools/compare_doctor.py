@@ -176,8 +176,10 @@ def run_ours(validate: str, path: Path, timeout: float, extra: list[str]) -> tup
     return run_json([validate, str(path), "--json", "--no-update-metadata", *extra], timeout)
 
 
-def compare(doctor: dict | None, ours: dict | None, include_pass: bool = False) -> dict:
-    """The side-by-side view of one dataset: doctor findings with our covering rows, our rows it has not."""
+def compare(doctor: dict | None, ours: dict | None, include_pass: bool = False, collapse: bool = True) -> dict:
+    """The side-by-side view of one dataset: doctor findings with our covering rows, our rows it has not.
+    ``collapse``: messages that differ only in their numbers (one per dimension or episode) and that map
+    to the same rows with the same statuses become one finding, ``count`` of them, the first one shown."""
     our_rows = {r["check"]: r for r in (ours or {}).get("rows", [])}
     findings = []
     covered: set[str] = set()
@@ -208,8 +210,24 @@ def compare(doctor: dict | None, ours: dict | None, include_pass: bool = False) 
             findings.append({"group": check["name"], "severity": m["severity"], "message": m["message"],
                              "ours": ours_said, "why": why, "verdict": verdict})
     findings.sort(key=lambda f: SEVERITY_ORDER.get(f["severity"], 3))
+    if collapse:
+        findings = _collapse(findings)
     only_ours = [r for name, r in our_rows.items() if r.get("status") in ("fail", "warn") and name not in covered]
     return {"findings": findings, "only_ours": only_ours, "rows": list(our_rows.values())}
+
+
+def _collapse(findings: list[dict]) -> list[dict]:
+    out: list[dict] = []
+    index: dict[tuple, dict] = {}
+    for f in findings:
+        shape = re.sub(r"-?\d+(\.\d+)?", "#", f["message"])
+        key = (f["severity"], f["group"], shape, tuple((r, s) for r, s, _ in f["ours"]), f["verdict"])
+        if key in index:
+            index[key]["count"] += 1
+            continue
+        index[key] = dict(f, count=1)
+        out.append(index[key])
+    return out
 
 
 def _summary_doctor(d: dict | None, why: str) -> str:
@@ -242,7 +260,8 @@ def print_text(label: str, path: Path, d, dwhy, o, owhy, view: dict, our_rows: b
         print(f"   lerobot-doctor findings ({len(view['findings'])}):")
         for f in view["findings"]:
             ours = ", ".join(f"{r} {OUR_STATUS.get(s, s)}" for r, s, _ in f["ours"]) or "-"
-            print(f"     {f['severity']:<4} {f['group']}: {_short(f['message'], 150)}")
+            more = f" (and {f['count'] - 1} alike)" if f.get("count", 1) > 1 else ""
+            print(f"     {f['severity']:<4} {f['group']}: {_short(f['message'], 150)}{more}")
             print(f"          ours: {ours}  [{f['verdict']}]")
     if o is not None:
         print(f"   ours only ({len(view['only_ours'])}):")
@@ -267,7 +286,8 @@ def markdown(results: list[tuple], our_rows: bool) -> str:
             out += ["| doctor | group | finding | our rows (status) | |", "|---|---|---|---|---|"]
             for f in view["findings"]:
                 ours = ", ".join(f"`{r}` {OUR_STATUS.get(s, s)}" for r, s, _ in f["ours"]) or "-"
-                out.append(f"| {f['severity']} | {f['group']} | {_md(f['message'])} | {ours} | {f['verdict']} |")
+                more = f" (x{f['count']})" if f.get("count", 1) > 1 else ""
+                out.append(f"| {f['severity']} | {f['group']} | {_md(f['message'])}{more} | {ours} | {f['verdict']} |")
             if not view["findings"]:
                 out.append("| | | no finding | | |")
             out.append("")
@@ -318,6 +338,9 @@ def main(argv=None) -> int:
                    help="name a dataset (e.g. by its public repository and path) in the output")
     p.add_argument("--markdown", type=Path, help="also write the comparison as Markdown to this file")
     p.add_argument("--all", action="store_true", help="list lerobot-doctor's PASS messages too")
+    p.add_argument("--no-collapse", action="store_true",
+                   help="list every message of lerobot-doctor (default: messages that differ only in their "
+                        "numbers and map alike are one line, with their count)")
     p.add_argument("--our-rows", action="store_true", help="list every row of ours, passes included")
     p.add_argument("--save-raw", type=Path, metavar="RAWDIR", help="keep both tools' JSON output here")
     p.add_argument("--mapping", action="store_true", help="print the mapping table as Markdown and exit")
@@ -345,7 +368,7 @@ def main(argv=None) -> int:
             stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "dataset"
             for tool, data, why in (("doctor", d, dwhy), ("ours", o, owhy)):
                 (a.save_raw / f"{stem}.{tool}.json").write_text(json.dumps(data if data is not None else {"error": why}, indent=1))
-        view = compare(d, o, include_pass=a.all)
+        view = compare(d, o, include_pass=a.all, collapse=not a.no_collapse)
         print_text(label, path, d, dwhy, o, owhy, view, a.our_rows)
         results.append((label, path, d, dwhy, o, owhy, view))
     if a.markdown:
