@@ -310,7 +310,8 @@ def check_joint_limits(ctx: Context) -> Outcome:
     if not streams:
         return nothing_to_judge(no_profile_reason(match, ctx, "joint limit"))
     naming = f" ({match.naming.name}{', ' + match.unit_variant.name if match.unit_variant else ''})" if match.naming else ""
-    return Outcome(not bad, f"{len(joints)} joints of {match.profile.name}{naming} within their limits +- {m} rad"
+    verdict = f"outside their limits in {len(bad)} episode(s)" if bad else "within their limits"
+    return Outcome(not bad, f"{len(joints)} joints of {match.profile.name}{naming} {verdict} +- {m} rad"
                             + (f"; {first}" if first else ""),
                    sorted(bad), findings=found, judged={"streams": streams, "joints": len(joints), "values": values})
 

@@ -185,10 +185,13 @@ def _choose_variant(naming: Naming, vectors: Mapping[str, tuple[str, ...]],
         if hard[v.name]:
             n, value, limit = hard[v.name][0]
             reasons.append(f"{n} reaches {value:g}, past {limit:g}: not {v.name}")
-    if not reasons:
+    if not fitting:  # every variant's (soft) limits are left somewhere: the first one judges, and says so
+        n, value, limit = _outside(chosen, naming, vectors, ranges, hard=False)[0]
+        reasons.append(f"no variant holds every value ({n} reaches {value:g}, past {limit:g} in {chosen.name})")
+    elif not reasons:
         reasons.append(f"values within the limits of {chosen.name}")
     others = [v.name for v in (fitting or open_) if v is not chosen]
-    tail = f"; ambiguous: {', '.join(others)} fits too" if others else ""
+    tail = f"; ambiguous: {', '.join(others)} fits too" if others and fitting else ""
     return chosen, f"{'; '.join(reasons)}: {chosen.description}{tail}"
 
 
