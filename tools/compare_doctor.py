@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lerobot-doctor and dataset-validate side by side on the same LeRobot datasets.
 
-    python tools/compare_doctor.py DIR [DIR ...] [--doctor PATH] [--validate PATH] \
+    python tools/compare_doctor.py DIR [DIR ...] [--doctor PATH] [--validate PATH]
         [--label DIR=NAME] [--markdown out.md] [--our-rows] [--save-raw RAWDIR]
     python tools/compare_doctor.py --mapping      # the mapping table below, as Markdown
 
@@ -11,8 +11,10 @@ ours is ``dataset-validate DIR --json --no-update-metadata``, which writes nothi
 It prints, per dataset:
 
 * every finding of lerobot-doctor (a WARN or FAIL message; ``--all`` adds its PASS messages) with the
-  rows of ours that judge the same thing and what they said (``MAPPING``); a finding none of our rows
-  judges reads ``not judged``; one whose rows all passed reads ``ours passed``;
+  rows of ours that judge the same thing and what they said (``MAPPING``), and a verdict: ``ours too``
+  (one of them warned or failed), ``ours passed``, ``ours skipped``, ``no row of ours judges this``, or
+  ``not judged (rows absent)`` (the mapping names rows this validator did not print); the mapping is by
+  row, not by dimension or episode;
 * our rows that warned or failed and that no finding of lerobot-doctor maps to (what only we found);
 * with ``--our-rows``, every row of ours (status and detail), to read the passes too.
 
