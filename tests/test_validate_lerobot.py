@@ -146,7 +146,7 @@ FAULTS = {
     "shifted_timestamp": ("lerobot_timestamps", "lerobot_v3.0", _shift_timestamp,  # frame 17 of episode 1 stamped 12 ms late
                           "episode 1 frame 17: timestamp 1.1453 s, expected 1.1333 s (+12.0 ms)"),
     "total_frames": ("lerobot_info", "lerobot_v3.0", lambda r: _info(r, total_frames=99),  # info.json's total_frames wrong
-                     "total_frames is 99, the dataset holds"),
+                     "total_frames is 99, the episode and task tables hold"),
     "truncated_mp4": ("lerobot_files", "lerobot_v2.1", _truncate_mp4,  # an MP4 cut to 60 % of its bytes
                       "truncated"),
     "deleted_without_reindex": ("lerobot_indices", "lerobot_v3.0", _delete_episode_without_reindex,  # episode 1 removed, others not renumbered

@@ -244,9 +244,7 @@ class LeRobotSource:
         """The names of a vector feature's dimensions (``d0``.. when info.json names none)."""
         feat = self.features[key]
         width = int(np.prod(feat["shape"])) if feat["shape"] else 1
-        names = feat.get("names")
-        if isinstance(names, dict) and len(names) == 1:  # old hub data: {"motors": [...]}
-            names = next(iter(names.values()))
+        names = lrl.feature_names(feat.get("names"))
         if isinstance(names, list) and len(names) == width and all(isinstance(n, str) for n in names):
             return names
         return [f"d{i}" for i in range(width)]

@@ -61,6 +61,17 @@ def layout_name(codebase_version: str) -> str:
     return LAYOUT_PREFIX + codebase_version
 
 
+def feature_names(names: object) -> object:
+    """A feature's ``names`` as the list it means: LeRobot's own ``[...]``, older hub data's
+    ``{"motors": [...]}`` (any one key: ``axes``, ...), and a list holding the list (``[[...]]``), as some
+    recorders write it; anything else as given (the caller judges it)."""
+    if isinstance(names, dict) and len(names) == 1:
+        names = next(iter(names.values()))
+    if isinstance(names, list) and len(names) == 1 and isinstance(names[0], list):
+        names = names[0]
+    return names
+
+
 def camera_name(feature: str) -> str:
     """The camera of a visual feature: ``observation.images.head`` -> ``head``."""
     return feature.removeprefix(IMAGE_PREFIX)

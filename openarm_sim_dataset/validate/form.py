@@ -376,14 +376,19 @@ def check_episode_length(ctx: Context) -> Outcome:
     `ik_failed`: the arm never moved) stays listed so that success rates count it and episode ids stay
     contiguous for resume and `--episode-range` shards; the detail counts it. An entry saying
     `steps: 0` over streams that hold more than one row is judged on its length like any other."""
-    bad, shortest, unrecorded = [], None, []
+    bad, shortest, unrecorded, unreadable = [], None, [], []
     for ep in ctx.episodes:
-        spans, rows = [], []
+        spans, rows, unread = [], [], 0
         for kind in layout.KINDS:
             s = ctx.streams(ep, kind)
             if isinstance(s, dict):
                 spans += [(st.timestamps[-1] - st.timestamps[0]) / 1e9 if len(st) > 1 else 0.0 for st in s.values()]
                 rows += [len(st) for st in s.values()]
+            else:
+                unread += 1
+        if unread == len(layout.KINDS):  # missing or broken files are not a short episode: other rows name them
+            unreadable.append(ep)
+            continue
         if not rows:  # an episode of cameras alone: its frames span it
             cams = ctx.cameras(ep)
             spans = [(c.timestamps[-1] - c.timestamps[0]) / 1e9 for c in cams.values() if len(c.timestamps) > 1] \
@@ -401,9 +406,11 @@ def check_episode_length(ctx: Context) -> Outcome:
                    f"{', '.join(unrecorded[:5])}" + (" ..." if len(unrecorded) > 5 else ""))
     if bad:
         detail += f"; too short: {', '.join(bad[:5])}"
+    if unreadable:
+        detail += f"; {len(unreadable)} episode(s) whose streams cannot be read, not judged (the form rows name them)"
     if shortest is None and not unrecorded:
         return nothing_to_judge("no episode with readable streams", applicable=True)
-    return Outcome(not bad, detail, bad, judged={"episodes": len(ctx.episodes) - len(unrecorded)})
+    return Outcome(not bad, detail, bad, judged={"episodes": len(ctx.episodes) - len(unrecorded) - len(unreadable)})
 
 
 def check_cameras_present(ctx: Context) -> Outcome:

@@ -192,9 +192,12 @@ def check_timestamps(ctx: Context) -> Outcome:
     to the first after it) and each stamp out of order is a timed finding."""
     meta = ctx.ds.meta
     tally = Tally()
+    # every feature of a LeRobot dataset is stamped at its fps, the mapped arms and the other vectors alike
+    fps = float(ctx.ds.lerobot.fps) if ctx.ds.lerobot is not None else None
     for ep, kind, key, s in _streams(ctx):
         emb, _, comp = key.rsplit("/", 1)[0].partition("/")
-        tm = judge(s.timestamps, meta.frequency(kind, emb, comp or None), ctx, exact_timing(ctx, ep))
+        hz = meta.frequency(kind, emb, comp or None) or fps
+        tm = judge(s.timestamps, hz, ctx, exact_timing(ctx, ep))
         tally.add(ep, f"episode {ep} {kind} {key}", tm, len(s.timestamps))
     if tally.samples == 0:
         return nothing_to_judge("no obs or action stream with samples" if tally.n else "no obs or action stream",

@@ -195,6 +195,17 @@ def _choose_variant(naming: Naming, vectors: Mapping[str, tuple[str, ...]],
     return chosen, f"{'; '.join(reasons)}: {chosen.description}{tail}"
 
 
+def _foreign(naming: Naming, vectors: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The names a naming does not know in the vectors where it knows some: a robot whose names are only
+    partly this naming's is another robot."""
+    table = naming.table()
+    out = []
+    for names in vectors.values():
+        if any(n in table for n in names):
+            out += [n for n in names if n not in table]
+    return out
+
+
 def _span(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{names[0]}..{names[-1]}"
 
@@ -256,6 +267,19 @@ def detect(robot_type: str | None, vectors: Mapping[str, list[str] | tuple[str, 
         return RobotMatch(p, None, None, f"{said}; no dimension name is one of {p.name}'s namings': no joint known",
                           written)
     if scored:
+        # without a robot_type that names it, a profile is taken from the names only if they are wholly its
+        # own: other robots reuse LeRobot's SO-style names (a Piper driven by an SO-101 leader, a 7-joint arm
+        # with one more wrist joint), and another robot's limits would fail a clean dataset
+        whole = [s for s in scored if not _foreign(s[5], written)]
+        if not whole:
+            p, naming = scored[0][4], scored[0][5]
+            foreign = _foreign(naming, written)
+            return RobotMatch(known[GENERIC], None, None,
+                              f"{said}{' (not a known one)' if robot_type else ''}; names partly {p.name}'s "
+                              f"({naming.name}), partly not ({', '.join(foreign[:3])}"
+                              f"{' ...' if len(foreign) > 3 else ''}): generic, no unit or limit known "
+                              f"(--robot {p.name} judges by it)", written)
+        scored = whole
         best = scored[0]
         alike = sorted({s[4].name for s in scored if s[0] == best[0] and s[4] is not best[4]})
         lead = said + (" (not a known one)" if robot_type else "")
