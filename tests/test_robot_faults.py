@@ -74,6 +74,30 @@ def _frozen(root):  # the action held for 1 s in episode 0 (a teleoperation link
     _edit(root, "action", edit)
 
 
+def _black_camera_unknown_robot(root):  # a robot no profile knows; its camera black for a whole episode
+    import io
+
+    from PIL import Image
+
+    info_path = root / "meta" / "info.json"
+    info = json.loads(info_path.read_text())
+    info["robot_type"] = "mystery_bot"
+    for key in ("observation.state", "action"):
+        info["features"][key]["names"] = [f"motor_{i}" for i in range(info["features"][key]["shape"][0])]
+    info_path.write_text(json.dumps(info, indent=4))
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48)).save(buf, format="PNG")
+    for path in sorted(root.glob("data/**/*.parquet")):
+        t = pq.read_table(path)
+        key = "observation.images.front"
+        col = t.column(key).to_pylist()
+        ep = t.column("episode_index").to_numpy()
+        longest = int(np.bincount(ep).argmax())  # over a second at 30 fps
+        col = [dict(c, bytes=buf.getvalue()) if e == longest else c for c, e in zip(col, ep)]
+        i = t.column_names.index(key)
+        pq.write_table(t.set_column(i, t.schema.field(i), pa.array(col, type=t.schema.field(i).type)), path)
+
+
 #: fault -> (the check that catches it, the fixture, the planting, words of the detail: the dimension named)
 ROBOT_FAULTS = {
     "so101_joint_stuck_at_zero": ("stuck_zero_joint", "v30_so101", _stuck_zero, "elbow_flex.pos"),
@@ -82,6 +106,8 @@ ROBOT_FAULTS = {
     "so101_one_sample_jumps": ("qpos_jumps", "v30_so101", _jump, "shoulder_lift.pos"),
     "aloha_degrees_under_radians": ("joint_units", "v30_aloha", _degrees, "degrees?"),
     "aloha_action_frozen_1s": ("frozen_action", "v30_aloha", _frozen, "episode 0"),
+    # no profile knows the names: the arms' motion is unknown, which is not no motion (the state moves)
+    "unknown_robot_black_camera": ("camera_frozen", "v30_other_robot", _black_camera_unknown_robot, "no arm mapped"),
 }
 
 

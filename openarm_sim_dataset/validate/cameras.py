@@ -119,6 +119,34 @@ def _arm_motion(ctx: Context, ep: str, camera: str, t0: int, t1: int) -> tuple[f
     return max(moves), (f"arm {side} (its own) moved" if side else "the arms moved")
 
 
+#: a camera's run is judged against the state where no arm is mapped: some dimension moving more than this
+#: share of its own range over the episode is motion the camera may see
+STATE_MOTION_SHARE = 0.05
+
+
+def _state_motion(ctx: Context, ep: str, t0: int, t1: int) -> float | None:
+    """The largest share of its episode's range that any dimension of the obs streams moved over [t0, t1]
+    (ns), for a dataset whose arms no profile maps (units unknown); None without obs streams."""
+    obs = ctx.streams(ep, "obs")
+    if not isinstance(obs, dict):
+        return None
+    best = None
+    for s in obs.values():
+        if len(s) < 2 or s.values.ndim != 2:
+            continue
+        a = np.searchsorted(s.timestamps, t0, side="left")
+        b = np.searchsorted(s.timestamps, t1, side="right")
+        if b - a < 1:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            span = np.nanmax(s.values, axis=0) - np.nanmin(s.values, axis=0)
+            window = np.nanmax(s.values[a:b], axis=0) - np.nanmin(s.values[a:b], axis=0)
+            share = np.where(span > 0, window / span, 0.0)
+        if np.isfinite(share).any():
+            best = max(best or 0.0, float(np.nanmax(share)))
+    return best
+
+
 def _view_frames(ctx: Context, ep: str, camera: str, timestamps: np.ndarray):
     """(depth (F, H, W) m, labels (F, H, W), rows (n,)) of the camera from the episode's sidecar
     (frames.npz), ``rows[k]`` the sidecar frame stamped ``timestamps[k]``; None when the episode has no sidecar
@@ -194,7 +222,8 @@ def check_camera_frozen(ctx: Context) -> Outcome:
     `frozen_view_fraction` (0.01 by default: 1 %) of its pixels changed their label, or their depth by
     more than `frozen_depth_m` (5 mm by default); in recorded data the arms, some joint moving more than
     `frozen_motion` (0.02 rad by default): for a wrist camera `wrist_<side>` a joint of its own arm (obs
-    `arms/<side>/qpos`), for any other camera a joint of any arm. A simulated episode whose sidecar frames
+    `arms/<side>/qpos`), for any other camera a joint of any arm; where no arm is mapped (a robot no profile
+    knows), some state dimension moving more than 5 % of its range over the episode. A simulated episode whose sidecar frames
     do not match the camera's stamps is judged on the arms too.
 
     A still view (the wrist camera of an arm that rests while the other arm works) is not frozen: such
@@ -233,8 +262,13 @@ def check_camera_frozen(ctx: Context) -> Outcome:
                 why = f"while {change:.1%} of its view changed (sidecar depth/labels)"
             else:
                 motion = _arm_motion(ctx, ep, name, t0, t1)
-                moved = motion is not None and motion[0] > t.frozen_motion
-                why = f"while {motion[1]} {motion[0]:.3f} rad" if motion else ""
+                if motion is not None:
+                    moved = motion[0] > t.frozen_motion
+                    why = f"while {motion[1]} {motion[0]:.3f} rad"
+                else:  # no arm mapped: unknown motion is not no motion, the state vectors in their own scale
+                    share = _state_motion(ctx, ep, t0, t1)
+                    moved = share is not None and share > STATE_MOTION_SHARE
+                    why = f"while the state moved {share:.0%} of its episode's range (no arm mapped)" if share else ""
             if not moved:
                 still_runs += 1
                 if view:

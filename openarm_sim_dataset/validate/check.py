@@ -176,7 +176,7 @@ class Report(list):
         skips: dict[str, list[str]] = {}
         for r in self:
             if r.status == "skip":
-                reason = r.detail.split(";", 1)[0].split(" (", 1)[0].strip() or "no reason given"
+                reason = r.detail.split(";", 1)[0].split(" (", 1)[0].split(" [", 1)[0].strip() or "no reason given"
                 skips.setdefault(reason, []).append(r.check)
         line = f"{judged} checks judged"
         if skips:

@@ -12,6 +12,7 @@ and per dimension its minimum and maximum as stored, which choose a unit variant
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -56,7 +57,8 @@ def vector_ranges(ctx: Context) -> tuple[dict[str, tuple[str, ...]], dict[str, t
                 if key in vectors and vectors[key] != tuple(s.columns):
                     continue  # another width in another episode: the form checks name it
                 vectors[key] = tuple(s.columns)
-                with np.errstate(invalid="ignore"):
+                with warnings.catch_warnings():  # a dimension NaN throughout: NaN (nonfinite_values names it)
+                    warnings.simplefilter("ignore", RuntimeWarning)
                     lo, hi = np.nanmin(s.values, axis=0), np.nanmax(s.values, axis=0)
                 if key in ranges:
                     lo, hi = np.fmin(lo, ranges[key][0]), np.fmax(hi, ranges[key][1])

@@ -18,6 +18,7 @@ import numpy as np
 from openarm_sim_dataset.core.feature_roles import is_cartesian
 
 from .check import MAX_FINDINGS_PER_EPISODE, Context, EpisodeCheck, Outcome, finding, nothing_to_judge
+from .robot import joints_of, robot_of
 from .signal_streams import NOTHING, StreamSummary, by_stream, judged_counts, position_dims, rest_floor, view
 
 
@@ -272,16 +273,20 @@ def _stuck_zero_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     ROS 2 `/joint_states` message, which recorders write as 0.0 (a real joint's reading is never exactly
     0.0 for a whole episode).
 
-    A failure when the dimension is 0.0 in every episode in which its siblings move (the recording never
-    had that joint); a warning when only in some (the joint was lost in those episodes). Each such
+    A failure when the dimension is 0.0 in every episode in which its siblings move and the robot's profile
+    knows it as a joint (the recording never had that joint: a policy trained on it commands 0.0 there); a
+    warning when only in some episodes (the joint was lost in those), or when no profile knows the dimension
+    (a joint never recorded, or a part this robot lacks: a hand not fitted). Each such
     episode is a finding over its whole span, naming the dimension. Joint positions only: a Cartesian
     coordinate or a quaternion component of a pose may be 0.0 throughout, and a driver that reports no
     velocity or effort writes 0.0 there."""
     streams = by_stream(parts)
     if not streams:
         return nothing_to_judge(NOTHING)
-    failed, warned, found, always, sometimes = set(), set(), [], [], []
+    failed, warned, found, always, sometimes, unknown = set(), set(), [], [], [], []
+    match = robot_of(ctx)
     for (kind, key), items in streams.items():
+        known = joints_of(match, key)
         width = len(items[0][1].columns)
         if width < 2:
             continue
@@ -297,8 +302,10 @@ def _stuck_zero_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
         for d in np.flatnonzero(stuck.any(axis=0)):
             name = items[0][1].labels[d]
             where_eps = [items[i][0] for i in np.flatnonzero(stuck[:, d])]
-            whole = bool(stuck[:, d].sum() == siblings[:, d].sum())
-            (always if whole else sometimes).append(f"{name} ({len(where_eps)} of {int(siblings[:, d].sum())} episodes)")
+            everywhere = bool(stuck[:, d].sum() == siblings[:, d].sum())
+            whole = everywhere and d < len(known) and known[d] is not None and known[d].role == "joint"
+            text = f"{name} ({len(where_eps)} of {int(siblings[:, d].sum())} episodes)"
+            (always if whole else unknown if everywhere else sometimes).append(text)
             (failed if whole else warned).update(where_eps)
             for i in np.flatnonzero(stuck[:, d]):
                 ep, s = items[i]
@@ -308,7 +315,11 @@ def _stuck_zero_reduce(ctx: Context, _prep, parts: dict) -> Outcome:
     judged = judged_counts(parts)
     parts_text = []
     if always:
-        parts_text.append(f"0.0 in every episode while the rest of its vector moves (a joint never recorded): {'; '.join(always[:6])}")
+        parts_text.append(f"0.0 in every episode while the rest of its vector moves (a joint of {match.profile.name} "
+                          f"never recorded): {'; '.join(always[:6])}")
+    if unknown:
+        parts_text.append(f"0.0 in every episode while the rest of its vector moves, a dimension no robot profile knows "
+                          f"(never recorded, or a part the robot lacks): {'; '.join(unknown[:6])}")
     if sometimes:
         parts_text.append(f"0.0 over some episodes while the rest of its vector moves: {'; '.join(sometimes[:6])}")
     if parts_text:
