@@ -41,3 +41,18 @@ class CameraError(DatasetError, ValueError):
 
 class OutputExistsError(DatasetError):
     """A writer was asked to create an output that already exists."""
+
+
+#: how a Git LFS pointer file begins (a clone without `git lfs pull` holds these in place of the content)
+LFS_POINTER_START = b"version https://git-lfs.github.com/spec/v1"
+#: what a file that is an LFS pointer is called in an error (the content was never fetched)
+LFS_POINTER = "a Git LFS pointer, not the file: its content was never fetched (git lfs pull)"
+
+
+def is_lfs_pointer(path) -> bool:
+    """Whether the file at ``path`` is a Git LFS pointer (a small text file naming content kept elsewhere)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(LFS_POINTER_START)) == LFS_POINTER_START
+    except OSError:
+        return False

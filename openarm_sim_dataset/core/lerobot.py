@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import layout, lerobot_layout as lrl, sampler
-from .errors import CameraError, DatasetError, MetadataError, StreamError
+from .errors import LFS_POINTER, CameraError, DatasetError, MetadataError, StreamError, is_lfs_pointer
 from .lerobot_names import map_arms
 from .metadata import Metadata
 from .streams import Stream, list_column, primitive_numpy, read_table
@@ -46,6 +46,8 @@ def _read_json_file(path: Path, info: Path) -> object:
     except (OSError, UnicodeDecodeError) as e:
         raise MetadataError(path, f"unreadable ({e})") from None
     except json.JSONDecodeError as e:
+        if is_lfs_pointer(path):
+            raise MetadataError(path, LFS_POINTER) from None
         raise MetadataError(path, f"not valid JSON (line {e.lineno}: {e.msg})") from None
 
 
@@ -65,6 +67,8 @@ def _read_jsonl(path: Path, version: str) -> list[dict]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
+            if is_lfs_pointer(path):
+                raise MetadataError(path, LFS_POINTER) from None
             raise MetadataError(path, f"line {n} is not valid JSON ({e.msg})") from None
         if not isinstance(row, dict):
             raise MetadataError(path, f"line {n} is not a JSON object")

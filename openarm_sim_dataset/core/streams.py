@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from . import layout
 from .atomic import atomic_write_with
-from .errors import StreamError
+from .errors import LFS_POINTER, StreamError, is_lfs_pointer
 
 _NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
@@ -49,6 +49,8 @@ def _parquet_errors(path: Path):
     except FileNotFoundError:
         raise StreamError(path, "not found") from None
     except (pa.ArrowException, OSError, ValueError) as e:
+        if is_lfs_pointer(path):
+            raise StreamError(path, LFS_POINTER) from None
         raise StreamError(path, f"unreadable parquet ({str(e).splitlines()[0][:160]})") from None
 
 

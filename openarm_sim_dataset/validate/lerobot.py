@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from openarm_sim_dataset.core import lerobot_layout as lrl, sampler
-from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.errors import LFS_POINTER, DatasetError, is_lfs_pointer
 from openarm_sim_dataset.core.lerobot import LeRobotSource
 from openarm_sim_dataset.core.streams import list_column, primitive_numpy
 from openarm_sim_dataset.core.video import video_index
@@ -94,6 +94,8 @@ def _parquet_problem(path: Path) -> str | None:
     try:
         pq.ParquetFile(path).metadata  # noqa: B018 - reading the footer is the check
     except (OSError, pa.ArrowException) as e:
+        if is_lfs_pointer(path):
+            return LFS_POINTER
         return f"not a whole parquet file ({str(e).splitlines()[0][:120]})"
     return None
 
