@@ -222,3 +222,9 @@ def test_markdown_report_and_fail_on_warn(tmp_path):
     assert "| **warn** | `constant_dimensions` |" in text and "| skip | `joint_limits` |" in text
     assert "right.gripper.pos" in text  # the pinned gripper, named
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "report.md"]  # written atomically, nothing else
+    assert "## Episodes, worst first" in text and "| 0 | valid |" in text
+    doc = json.loads(run_cli("validate", root, "--json", "--by-episode", check=0).stdout)
+    first = doc["by_episode"][0]  # episode 0: its action frozen for a second, its gripper pinned
+    assert first["episode"] == "0" and {"frozen_action", "pinned_at_bound"} <= set(first["warned"]), doc["by_episode"]
+    text_rows = run_cli("validate", root, "--by-episode", check=0).stdout
+    assert "episode  verdict  findings" in text_rows

@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown into FILE (the verdict, the "
                                                       "robot, what was judged and skipped, a row per check, the "
                                                       "timed findings): for a pull request or a CI summary")
+    p.add_argument("--by-episode", action="store_true",
+                   help="also list the episodes worst first, each with the checks it fails and warns and its count of "
+                        "timed findings: which episodes to look at, drop or re-record (in --json: by_episode)")
     p.add_argument("--fail-on", choices=("fail", "warn"), default="fail",
                    help="exit 1 on a failed check (default) or also on a warning (warn: for CI; unlike --strict it "
                         "changes no verdict and no valid flag)")
@@ -261,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
                    "rows": [r.to_dict() for r in rows], "episodes": flags}
             if record is not None:
                 doc["sample"] = record
+            if args.by_episode:
+                from openarm_sim_dataset.validate.episode_table import episode_table  # start-up: only --by-episode
+
+                doc["by_episode"] = episode_table(rows, flags)
             print(json.dumps(doc, indent=2))
         elif [r.check for r in rows] == [NO_EPISODES]:  # an empty dataset: one verdict, exit 1
             print(f"{ds.root}: INVALID ({rows[0].detail})")
@@ -278,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(line)
             n_bad = sum(not v for v in flags.values())
             print(f"judged: {rows.judged_summary()}")
+            if args.by_episode:
+                from openarm_sim_dataset.validate.episode_table import episode_lines, episode_table  # start-up
+
+                for line in episode_lines(episode_table(rows, flags)):
+                    print(line)
             print(f"{ds.root}: {'valid' if not failed else 'INVALID'} ({rows.summary()}, "
                   f"{len(flags) - n_bad}/{len(flags)} episodes valid)")
         return EXIT_INVALID if failed or warned else EXIT_OK

@@ -5,10 +5,13 @@ rows that fail or warn. Meant for a pull request, a dataset card or a CI summary
 from __future__ import annotations
 
 from .check import Report, judged_text
+from .episode_table import episode_table
 
 _STATUS = {"pass": "pass", "warn": "**warn**", "fail": "**FAIL**", "skip": "skip"}
 #: timed findings listed per failing or warning row (the row's detail counts them all)
 MAX_FINDINGS_SHOWN = 10
+#: episodes listed in the worst-first table
+MAX_EPISODES_SHOWN = 20
 
 
 def _cell(text: str) -> str:
@@ -37,6 +40,14 @@ def markdown(report: Report, dataset: str, flags: dict[str, bool]) -> str:
         named = r.episodes if r.failed else r.warned if r.status == "warn" else []
         eps = ", ".join(named[:10]) + (" ..." if len(named) > 10 else "")
         lines.append(f"| {_STATUS[r.status]} | `{r.check}` | {_cell(judged_text(r.judged))} | {_cell(r.detail)} | {eps} |")
+    worst = [e for e in episode_table(report, flags) if e["failed"] or e["warned"]]
+    if worst:
+        lines += ["", "## Episodes, worst first", "", "| episode | verdict | failed | warned | findings |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {e['episode']} | {'valid' if e['valid'] else '**INVALID**'} | {', '.join(e['failed'])} | "
+                  f"{', '.join(e['warned'])} | {e['findings']} |" for e in worst[:MAX_EPISODES_SHOWN]]
+        if len(worst) > MAX_EPISODES_SHOWN:
+            lines.append(f"\n{len(worst) - MAX_EPISODES_SHOWN} more episodes with a failure or a warning.")
     timed = [r for r in report if r.findings and r.status in ("fail", "warn")]
     if timed:
         lines += ["", "## Findings", ""]
