@@ -222,9 +222,10 @@ def test_rollouts_of_every_shipped_policy_pass_the_camera_checks(policy, tmp_pat
         n: r.detail for n, r in rows.items() if r.status not in ("pass", "skip")}
     for name in ("camera_frozen", "camera_continuity", "camera_joint_timing", "sim_replay", "sim_render"):
         assert rows[name].status == "pass", (name, rows[name].detail)
-    # no pose stream; regeneration not asked; a wrist that never saw the red cube (the policy's choice)
+    # no pose stream; regeneration not asked; a wrist that never saw the red cube (the policy's choice); too
+    # few episodes of one task to compare their first and last quarter, or one episode (nothing to compare)
     assert {n for n, r in rows.items() if r.skipped} <= {"pose_quaternions", "sim_regenerate",
-                                                         "sim_wrist_projection"}
+                                                         "sim_wrist_projection", "drift", "duplicate_episodes"}
 
 
 @pytest.mark.slow

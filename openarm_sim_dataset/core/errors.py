@@ -14,6 +14,8 @@ class DatasetError(Exception):
 
     def __init__(self, path: str | os.PathLike | None, message: str):
         self.path = None if path is None else os.fspath(path)
+        # one line, always: a key or a value quoted from a file may hold a line break
+        message = message.replace("\r", "\\r").replace("\n", "\\n")
         self.message = message
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
