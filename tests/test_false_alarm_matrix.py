@@ -65,7 +65,8 @@ ROLLOUTS = {
 #: recorded rows: name -> the row statuses a recording may warn on (its timing only)
 RECORDED = {"dora_ours": set(), "dora_reference": set(), "recorder_one_arm": set()}
 #: skips of the reference recorder's output, with why: it writes no manifest (our recorders do)
-REFERENCE_SKIPS = {"integrity": "the reference recorder writes no manifest.sha256"}
+REFERENCE_SKIPS = {"integrity": "the reference recorder writes no manifest.sha256",
+                   "episode_summary": "the reference recorder writes no summary.json"}
 #: skips of a rollout, with why
 ROLLOUT_SKIPS = {"sim_wrist_projection": "the red cube never in view of a wrist: where it looks is the policy's choice"}
 #: rows of episodes of 3 s, and what they skip: camera_joint_timing searches lags of +-1.5 s and needs
@@ -78,7 +79,10 @@ SHORT_SKIPS = {"camera_joint_timing": "no camera spanning 4 s: nothing to cross-
 ZERO_WARNS = {"constant_dimensions", "frozen_action"}
 #: the zero policy holds both arms still: nothing moves to compare qvel or the commands with
 STILL_SKIPS = {"qvel_consistency": "no moving obs stream", "action_follows_obs": "no moving joint",
-               "camera_placement": "no arm moves: nothing tells a wrist camera from a fixed one"}
+               "camera_placement": "no arm moves: nothing tells a wrist camera from a fixed one",
+               "pinned_at_bound": "no dimension moves: none can sit at a bound it moves to",
+               "outliers": "no dimension moves: no scale to measure an outlier in",
+               "action_convention": "the state never moves: no lag at which the action follows it"}
 ROWS = [*RENDERS, *ROLLOUTS, *RECORDED]
 CAMERAS = ("head", "wrist_right", "wrist_left")
 
