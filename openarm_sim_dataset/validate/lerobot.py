@@ -149,7 +149,9 @@ def check_lerobot_files(ctx: Context) -> Outcome:
         return Outcome(False, " | ".join(parts), sorted(bad_eps, key=int), judged=judged)
     if not files:
         return nothing_to_judge("no data or video file referred to", applicable=True)
-    return Outcome(True, f"{files} data and video files whole (parquet footers read, MP4s demuxed)", judged=judged)
+    videos = len({_rel(ctx, r.path) for r in refs if r.kind != "data"})
+    return Outcome(True, f"{files - videos} data file(s) whole (parquet footers read)"
+                         + (f", {videos} MP4(s) demuxed to their end" if videos else ", no video"), judged=judged)
 
 
 def _column(table: pa.Table, name: str) -> np.ndarray | None:
