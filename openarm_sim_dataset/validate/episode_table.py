@@ -6,6 +6,8 @@ score."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .check import Report
 
 
@@ -13,12 +15,21 @@ def episode_table(report: Report, flags: dict[str, bool]) -> list[dict]:
     """One dict per checked episode (``flags``: valid per episode): ``episode``, ``valid``, ``failed`` and
     ``warned`` (the checks, in report order), ``findings`` (timed findings of failing or warning rows), worst
     first: failed checks, then warnings, then findings, then episode order."""
-    rows = []
-    for ep, valid in flags.items():
-        failed = [r.check for r in report if r.failed and (ep in r.episodes or not r.episodes)]
-        warned = [r.check for r in report if r.status == "warn" and ep in r.warned]
-        found = sum(1 for r in report if r.status in ("fail", "warn") for f in r.findings if f["episode"] == ep)
-        rows.append({"episode": ep, "valid": bool(valid), "failed": failed, "warned": warned, "findings": found})
+    # one pass over the rows and their findings: a big dataset's table costs its findings, not episodes x them
+    failed: dict[str, list[str]] = {ep: [] for ep in flags}
+    warned: dict[str, list[str]] = {ep: [] for ep in flags}
+    found = Counter()
+    for r in report:
+        if r.failed:
+            for ep in (r.episodes or flags):  # a failed row naming no episode fails them all (valid_flags)
+                failed.setdefault(ep, []).append(r.check)
+        elif r.status == "warn":
+            for ep in r.warned:
+                warned.setdefault(ep, []).append(r.check)
+        if r.status in ("fail", "warn"):
+            found.update(f["episode"] for f in r.findings)
+    rows = [{"episode": ep, "valid": bool(valid), "failed": failed[ep], "warned": warned[ep], "findings": found[ep]}
+            for ep, valid in flags.items()]
     order = {ep: i for i, ep in enumerate(flags)}
     return sorted(rows, key=lambda r: (-len(r["failed"]), -len(r["warned"]), -r["findings"], order[r["episode"]]))
 

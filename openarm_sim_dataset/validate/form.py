@@ -329,15 +329,17 @@ def check_joint_units(ctx: Context) -> Outcome:
     match = robot_of(ctx)
     vectors, ranges = vector_ranges(ctx)
     lerobot = ctx.ds.lerobot is not None
-    keys = [k for k in vectors if any(j is not None and j.role == "joint" for j in joints_of(match, k))
-            and not (lerobot and k.startswith("arms/"))]
+    # per vector, its joints (position dimensions of role joint) as the profile declares them
+    joints = {k: [j for j in joints_of(match, k) if j is not None and j.role == "joint"] for k in vectors
+              if not (lerobot and k.startswith("arms/"))}
+    keys = [k for k, js in joints.items() if js]
     if not keys:
         if lerobot and any(k.startswith("arms/") for k in vectors):
             return nothing_to_judge("OpenArm arms read from LeRobot names: lerobot_units judges their stored values")
         return nothing_to_judge(no_profile_reason(match, ctx, "joint unit"))
     problems = match.unit_problems({k: ranges[k] for k in keys})
-    dims = sum(j is not None and j.role == "joint" for k in keys for j in joints_of(match, k))
-    units = sorted({j.unit for k in keys for j in joints_of(match, k) if j is not None and j.role == "joint"})
+    dims = sum(len(joints[k]) for k in keys)
+    units = sorted({j.unit for k in keys for j in joints[k]})
     detail = (f"{dims} joint dimensions of {match.profile.name} in {len(keys)} vectors fit the unit declared "
               f"({', '.join(units)})")
     if problems:

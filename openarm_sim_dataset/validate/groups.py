@@ -52,7 +52,7 @@ from .robot import ROBOT_ROWS, robot_of
 GROUP_SIZE = 50
 #: Rows that read no episode's files, or compare the whole dataset: run once over the whole episode list.
 WHOLE_ROWS = ("metadata", "episode_folders", "lerobot_info", "lerobot_video_ranges", "lerobot_stats",
-              "lerobot_units")
+              "lerobot_units", "joint_units")
 #: Timed findings kept per row over the whole run (the detail counts every one).
 MAX_FINDINGS = 10_000
 
@@ -257,13 +257,15 @@ def grouped_outcomes(ctx: Context, table: list, simulation: bool, workers: int =
     """``{row: () -> Outcome}`` for the rows of ``table`` on ``ctx``'s episodes, computed group by group
     (see the module doc); calling a row's function raises what a run of the row in one Context would
     (:class:`~.core.RemoteCheckError` for an error met in a group). ``ctx`` gets the groups' file lines."""
-    names = [n for n, _ in table if n not in WHOLE_ROWS]
+    table_names = [n for n, _ in table]
+    names = [n for n in table_names if n not in WHOLE_ROWS]
     episode_rows = {n for n, fn in table if isinstance(fn, EpisodeCheck)}
     folds = {n: RowFold() for n in names if n not in episode_rows}
     parts: dict[str, dict] = {n: {} for n in episode_rows}
     failed_rows: dict[str, tuple[str, str]] = {}
     seen_lines = set(ctx.file_lines)
-    robot = robot_of(ctx) if any(n in ROBOT_ROWS for n in names) else None
+    # detected once here, past the driver context's cache (it holds no episode's streams), for every group
+    robot = robot_of(ctx, cache_streams=False) if any(n in ROBOT_ROWS for n in table_names) else None
     for g, answer in run_groups(ctx.ds, ctx.episodes, names, simulation, ctx.t, ctx.regenerate, workers, ray, robot):
         if answer[0] == "refused":
             if ray is not None:

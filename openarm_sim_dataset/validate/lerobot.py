@@ -22,6 +22,9 @@ import pyarrow.parquet as pq
 from openarm_sim_dataset.core import lerobot_layout as lrl, sampler
 from openarm_sim_dataset.core.errors import LFS_POINTER, DatasetError, is_lfs_pointer
 from openarm_sim_dataset.core.lerobot import LeRobotSource
+
+# joints in degrees that never leave +-pi while moving more than this are radians: the robot profiles' rule
+from openarm_sim_dataset.core.robots.detect import RADIANS_UNDER_DEGREES_SPAN
 from openarm_sim_dataset.core.streams import list_column, primitive_numpy
 from openarm_sim_dataset.core.video import video_index
 
@@ -537,8 +540,6 @@ def check_lerobot_stats(ctx: Context) -> Outcome:
     return Outcome(True, detail, judged=judged)
 
 
-#: joints 1-7 in degrees that never leave +-pi over a whole dataset while moving more than this are radians
-RADIANS_UNDER_DEGREES_SPAN = 0.5
 
 
 def check_lerobot_units(ctx: Context) -> Outcome:

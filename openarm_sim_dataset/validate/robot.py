@@ -38,18 +38,28 @@ ROBOT_ROWS = ("qpos_jumps", "joint_limits", "joint_units")
 EVIDENCE_EPISODES = 50
 
 
-def vector_ranges(ctx: Context) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[np.ndarray, np.ndarray]]]:
+def _uncached_streams(ctx: Context, ep: str, kind: str) -> dict | str:
+    try:
+        return ctx.ds.streams(ep, kind)
+    except DatasetError as e:
+        return str(e)
+
+
+def vector_ranges(ctx: Context, cache_streams: bool = True
+                  ) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[np.ndarray, np.ndarray]]]:
     """Per stream key of the dataset's first :data:`EVIDENCE_EPISODES` episodes: its column names, and per
-    column the minimum and maximum as stored (NaN ignored), obs and action pooled (cached)."""
+    column the minimum and maximum as stored (NaN ignored), obs and action pooled (cached).
+    ``cache_streams``: read through the context's cache (the checks then read them once); false for the
+    driver of a grouped run, whose context must not hold episodes' streams."""
     if "robot_vectors" in ctx.cache:
         return ctx.cache["robot_vectors"]
+    read = ctx.streams if cache_streams else lambda ep, kind: _uncached_streams(ctx, ep, kind)
     vectors: dict[str, tuple[str, ...]] = {}
     ranges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for ep in ctx.ds.episode_ids[:EVIDENCE_EPISODES]:
         for kind in layout.KINDS:
-            try:  # read past the context's cache: a group of a big dataset holds its own episodes only
-                streams = ctx.ds.streams(ep, kind)
-            except DatasetError:
+            streams = read(ep, kind)
+            if not isinstance(streams, dict):
                 continue  # the form checks name it
             for key, s in streams.items():
                 if not len(s) or s.values.ndim != 2 or s.values.shape[1] != len(s.columns):
@@ -67,10 +77,11 @@ def vector_ranges(ctx: Context) -> tuple[dict[str, tuple[str, ...]], dict[str, t
     return vectors, ranges
 
 
-def robot_of(ctx: Context) -> RobotMatch:
-    """The robot of the episodes under check (cached in the context; ``ctx.robot_profile`` overrides)."""
+def robot_of(ctx: Context, cache_streams: bool = True) -> RobotMatch:
+    """The robot of the episodes under check (cached in the context; ``ctx.robot_profile`` overrides;
+    ``cache_streams`` as for :func:`vector_ranges`)."""
     if "robot" not in ctx.cache:
-        vectors, ranges = vector_ranges(ctx)
+        vectors, ranges = vector_ranges(ctx, cache_streams)
         src = ctx.ds.lerobot
         # an arm the LeRobot reader mapped keeps the limits of the naming it was recorded under
         mapped = {arm.key: arm.profile_naming() for arms in (src.arms.values() if src is not None else ())
