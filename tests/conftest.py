@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +55,35 @@ def fixture_path(kind: str, name: str) -> Path:
             pytest.skip("../shared/fixtures/openarm_dataset is absent")
         return REF_FIXTURES / name
     return OWN_FIXTURES / name
+
+
+#: datasets LeRobot itself wrote (tools/make_lerobot_fixtures.py)
+LEROBOT_FIXTURES = OWN_FIXTURES / "lerobot"
+
+
+def lerobot_copy(name: str, dst: Path) -> Path:
+    """A copy at ``dst`` of the LeRobot-written fixture ``name`` (the test skips when it is absent)."""
+    src = LEROBOT_FIXTURES / name
+    if not src.is_dir():
+        pytest.skip(f"{src} is absent")
+    shutil.copytree(src, dst)
+    return dst
+
+
+def edit_info(root: Path, edit) -> None:
+    """A LeRobot dataset's ``meta/info.json`` rewritten through ``edit(info)`` (the dict, changed in place)."""
+    path = root / "meta" / "info.json"
+    info = json.loads(path.read_text())
+    edit(info)
+    path.write_text(json.dumps(info, indent=4))
+
+
+def as_unknown_robot(info: dict) -> None:
+    """An ``info.json`` edit: robot_type ``mystery_bot``, state and action dimensions named ``motor_0``..: a
+    robot no profile knows."""
+    info["robot_type"] = "mystery_bot"
+    for key in ("observation.state", "action"):
+        info["features"][key]["names"] = [f"motor_{i}" for i in range(info["features"][key]["shape"][0])]
 
 
 ALL_FIXTURES = [("own", n) for n in OWN_LAYOUTS] + [("ref", n) for n in REF_LAYOUTS or ["dataset_0.3.0"]]

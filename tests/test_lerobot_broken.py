@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import OWN_FIXTURES, run_cli
+from conftest import OWN_FIXTURES, lerobot_copy, run_cli
 
 from openarm_sim_dataset import Dataset
 from openarm_sim_dataset.core.errors import CameraError
@@ -33,12 +33,7 @@ V30_TEMPLATE = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
-    src = WRITTEN / name
-    if not src.is_dir():
-        pytest.skip(f"{src} is absent")
-    root = tmp_path / name
-    shutil.copytree(src, root)
-    return root
+    return lerobot_copy(name, tmp_path / name)
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -6,16 +6,13 @@ left stale: ``lerobot_stats`` fails too; only the planted check's row is asserte
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli
-
-LEROBOT = Path(__file__).resolve().parent / "fixture" / "lerobot"
+from conftest import as_unknown_robot, edit_info, lerobot_copy, run_cli
 
 
 def _edit(root: Path, key: str, edit) -> None:
@@ -79,12 +76,7 @@ def _black_camera_unknown_robot(root):  # a robot no profile knows; its camera b
 
     from PIL import Image
 
-    info_path = root / "meta" / "info.json"
-    info = json.loads(info_path.read_text())
-    info["robot_type"] = "mystery_bot"
-    for key in ("observation.state", "action"):
-        info["features"][key]["names"] = [f"motor_{i}" for i in range(info["features"][key]["shape"][0])]
-    info_path.write_text(json.dumps(info, indent=4))
+    edit_info(root, as_unknown_robot)
     buf = io.BytesIO()
     Image.new("RGB", (64, 48)).save(buf, format="PNG")
     for path in sorted(root.glob("data/**/*.parquet")):
@@ -114,13 +106,9 @@ ROBOT_FAULTS = {
 @pytest.mark.parametrize("fault", sorted(ROBOT_FAULTS))
 def test_a_recorders_fault_is_caught_naming_its_dimension(fault, tmp_path):
     check, fixture, plant, words = ROBOT_FAULTS[fault]
-    src = LEROBOT / fixture
-    if not src.is_dir():
-        pytest.skip(f"{src} is absent")
-    clean = json.loads(run_cli("validate", src, "--json", "--no-update-metadata", "--checks", check, check=None).stdout)
+    root = lerobot_copy(fixture, tmp_path / fixture)
+    clean = json.loads(run_cli("validate", root, "--json", "--no-update-metadata", "--checks", check, check=None).stdout)
     assert clean["rows"][0]["status"] == "pass", clean["rows"][0]
-    root = tmp_path / fixture
-    shutil.copytree(src, root)
     plant(root)
     doc = json.loads(run_cli("validate", root, "--json", "--no-update-metadata", "--checks", check, check=None).stdout)
     (row,) = doc["rows"]

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import LEROBOT_FIXTURES as LEROBOT, as_unknown_robot, edit_info, lerobot_copy, run_cli
 
 from openarm_sim_dataset import Dataset, layout
 from openarm_sim_dataset.validate import validate
 from openarm_sim_dataset.validate.registry import check_table, families
 
 REPO = Path(__file__).resolve().parents[1]
-LEROBOT = REPO / "tests" / "fixture" / "lerobot"
 OWN = REPO / "tests" / "fixture"
 
 #: check -> "the dataset that gives it nothing: words of its skip" (a string, not a tuple: the check reference
@@ -123,17 +123,9 @@ def nothing(tmp_path_factory) -> dict[str, Path]:
                          rng.integers(0, 255, (48, 64, 3)).astype(np.uint8))
         ep.save()
     out = {"cameras_only": cams}
-    src = LEROBOT / "v30_so101_m100"
-    if src.is_dir():
-        unknown = root / "unknown_robot"
-        shutil.copytree(src, unknown)
-        info_path = unknown / "meta" / "info.json"
-        info = json.loads(info_path.read_text())
-        info["robot_type"] = "mystery_bot"
-        for key in ("observation.state", "action"):
-            info["features"][key]["names"] = [f"motor_{i}" for i in range(info["features"][key]["shape"][0])]
-        info_path.write_text(json.dumps(info, indent=4))
-        out["unknown_robot"] = unknown
+    if (LEROBOT / "v30_so101_m100").is_dir():
+        out["unknown_robot"] = lerobot_copy("v30_so101_m100", root / "unknown_robot")
+        edit_info(out["unknown_robot"], as_unknown_robot)
     return out
 
 
@@ -205,13 +197,7 @@ def test_the_summary_says_what_was_judged_and_why_the_rest_was_not(nothing):
 
 
 def test_markdown_report_and_fail_on_warn(tmp_path):
-    from conftest import run_cli
-
-    src = LEROBOT / "v30_state_actions"
-    if not src.is_dir():
-        pytest.skip(f"{src} is absent")
-    root = tmp_path / "ds"
-    shutil.copytree(src, root)
+    root = lerobot_copy("v30_state_actions", tmp_path / "ds")
     out = tmp_path / "report.md"
     plain = run_cli("validate", root, check=0)  # warnings alone: valid, exit 0
     assert "judged: " in plain.stdout and "robot: generic" in plain.stdout

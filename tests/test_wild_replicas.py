@@ -4,31 +4,17 @@ each built from a LeRobot-written fixture by changing what those recordings had,
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import edit_info as _info, lerobot_copy, run_cli
 
-LEROBOT = Path(__file__).resolve().parent / "fixture" / "lerobot"
 POINTER = (b"version https://git-lfs.github.com/spec/v1\n"
            b"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
-    src = LEROBOT / name
-    if not src.is_dir():
-        pytest.skip(f"{src} is absent")
-    root = tmp_path / name
-    shutil.copytree(src, root)
-    return root
-
-
-def _info(root: Path, edit) -> None:
-    path = root / "meta" / "info.json"
-    info = json.loads(path.read_text())
-    edit(info)
-    path.write_text(json.dumps(info, indent=4))
+    return lerobot_copy(name, tmp_path / name)
 
 
 def _validate(root: Path, *args: str) -> dict:
