@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -68,8 +68,14 @@ class VideoIndex:
 
     def keyframe_at_or_before(self, i: int) -> int:
         """Position of the last keyframe at or before frame ``i`` (0 if none: decoding starts there)."""
-        keys = np.flatnonzero(self.keyframe[: i + 1])
-        return int(keys[-1]) if len(keys) else 0
+        keys = self.keyframe_positions
+        k = int(np.searchsorted(keys, i, side="right")) - 1
+        return int(keys[k]) if k >= 0 else 0
+
+    @cached_property
+    def keyframe_positions(self) -> np.ndarray:
+        """Positions (presentation order) of the keyframes, increasing."""
+        return np.flatnonzero(self.keyframe)
 
 
 def video_index(path: str | os.PathLike) -> VideoIndex:
@@ -124,8 +130,9 @@ def _index(path: str, _mtime_ns: int, size: int, _ino: int) -> VideoIndex:
 class VideoDecoder:
     """Decodes frames of one MP4 by presentation timestamp; thread-safe (one lock per file).
 
-    Sequential access decodes each frame once; a jump forward with no keyframe in between decodes
-    on; any other jump seeks to the keyframe at or before the frame. ``decoded`` counts the frames
+    Sequential access decodes each frame once (through keyframes too); a jump forward with no
+    keyframe past the next frame decodes on; any other jump seeks to the keyframe at or before the
+    frame. ``decoded`` counts the frames
     decoded so far (what a random access costs)."""
 
     def __init__(self, path: str | os.PathLike):
@@ -151,7 +158,10 @@ class VideoDecoder:
             if target is None:
                 raise CameraError(self.path, f"no frame with pts {pts}")
             key = self.index.keyframe_at_or_before(target)
-            if self._frames is None or self._cursor >= target or key > self._cursor:
+            # decode on from the cursor unless a keyframe lies past the next frame (a seek then skips
+            # frames that decoding on would decode for nothing); a keyframe that is the next frame is
+            # decoded on, so reading in order never seeks
+            if self._frames is None or self._cursor >= target or key > self._cursor + 1:
                 self._seek(key)
             return self._decode_to(target, pts)
 

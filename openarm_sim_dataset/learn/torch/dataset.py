@@ -31,6 +31,7 @@ from openarm_sim_dataset.core.video_camera import DecodedCamera
 
 from . import normalization as _stats
 from .index import EpisodeIndex, build_index, open_decoded_camera
+from .stream import BUFFER_MIB, CLIP_STEPS, ShuffleBuffer
 
 #: Episodes whose indexed cameras (legacy frame names only) and depth/label arrays a process keeps at once.
 OPEN_EPISODES = 4
@@ -380,6 +381,13 @@ class TorchDataset(torch.utils.data.Dataset):
         state = self.__dict__.copy()
         state["_handles"] = None  # handles never travel to another process
         return state
+
+    def shuffle_buffer(self, *, buffer_mib: float = BUFFER_MIB, clip: int = CLIP_STEPS, seed: int = 0) -> ShuffleBuffer:
+        """This dataset's items as a shuffled :class:`~.stream.ShuffleBuffer` (an ``IterableDataset``):
+        clips of ``clip`` steps in random order, read forward (each video frame decoded about once)
+        through a buffer of ``buffer_mib`` MiB per process. Items are ``self[i]``, each once per epoch;
+        use it with ``DataLoader(..., shuffle=False)`` and call ``set_epoch`` before each epoch."""
+        return ShuffleBuffer(self, buffer_mib=buffer_mib, clip=clip, seed=seed)
 
     # -------------------------------------------------------------- normalisation
     def stats(self, cache_dir: str | os.PathLike | None = None,
