@@ -5,6 +5,7 @@ observation history and action chunks."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,81 @@ def test_order_follows_seed_and_epoch_and_the_buffer_mixes_clips(sources):
 def test_bad_arguments(kw, match, sources):
     with pytest.raises(ValueError, match=match):
         TorchDataset(sources["openarm_jpeg"], hz=10, cameras=[]).shuffle_buffer(**kw)
+
+
+# ------------------------------------------------------------------------------------------- bad input
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory, sources) -> dict[str, Path]:
+    """Copies of the v2.1/v3.0 exports, each with one fault in the head camera's MP4."""
+    av = pytest.importorskip("av")
+    base = tmp_path_factory.mktemp("sbuf_bad")
+
+    def clone(name: str, fmt: str) -> tuple[Path, Path]:
+        d = base / name
+        import shutil
+        shutil.copytree(sources[fmt], d)
+        head = sorted(p for p in d.glob("videos/**/*.mp4") if "images.head" in str(p))
+        return d, head[1 if fmt == "lerobot_v2.1" else 0]
+
+    out = {}
+    d, f = clone("truncated", "lerobot_v3.0")
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) * 2 // 3])
+    out["truncated"] = d
+    d, f = clone("fewer", "lerobot_v2.1")  # episode 1's video re-encoded without its last 10 frames
+    with av.open(str(f)) as c:
+        rate = c.streams.video[0].average_rate
+        frames = [fr.to_ndarray(format="rgb24") for fr in c.decode(video=0)]
+    with av.open(str(f), "w") as o:
+        s = o.add_stream("libx264", rate=rate)
+        s.width, s.height, s.pix_fmt = frames[0].shape[1], frames[0].shape[0], "yuv420p"
+        for a in frames[:-10]:
+            o.mux(s.encode(av.VideoFrame.from_ndarray(a, format="rgb24")))
+        o.mux(s.encode())
+    out["fewer"] = d
+    d, f = clone("codec", "lerobot_v3.0")  # a sample entry FFmpeg does not know
+    f.write_bytes(f.read_bytes().replace(b"avc1", b"zzz9"))
+    out["codec"] = d
+    d, f = clone("garbled", "lerobot_v3.0")  # two packets of episode 1 overwritten with noise, size unchanged
+    with av.open(str(f)) as c:
+        packets = [(p.pos, p.size) for p in c.demux(video=0) if p.pts is not None]
+    data = bytearray(f.read_bytes())
+    noise = np.random.default_rng(0)
+    for pos, size in packets[len(packets) // 2 - 1: len(packets) // 2 + 1]:
+        data[pos + 4: pos + size] = noise.integers(0, 256, size - 4, dtype=np.uint8).tobytes()
+    f.write_bytes(bytes(data))
+    out["garbled"] = d
+    return out
+
+
+@pytest.mark.parametrize("fault, match", [
+    ("truncated", r"file-000\.mp4: episode 0: not a readable MP4, truncated or damaged: no frame can be located"),
+    ("fewer", r"episode_000001\.mp4: episode 1, camera 'head': 49 frames in its window for the frame table's 59 rows: "
+              r"frames 49\.\.58 \(from 1\.633 s\) are missing"),
+    ("codec", r"file-000\.mp4: episode 0: its video codec is unknown to FFmpeg .*: no frame can be decoded"),
+])
+def test_a_broken_video_stops_the_loader_before_any_worker(fault, match, broken):
+    """What can be known without decoding is found when the loader is built, in the main process."""
+    from openarm_sim_dataset.core.errors import CameraError
+
+    with pytest.raises(CameraError, match=match) as err:
+        TorchDataset(broken[fault], hz=30)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("workers, shuffled", [(0, True), (2, True), (2, False)])
+def test_a_frame_that_does_not_decode_is_one_line_in_the_main_process(workers, shuffled, broken):
+    from openarm_sim_dataset.core.errors import CameraError
+
+    loader = TorchDataset(broken["garbled"], hz=30)  # the file demuxes: only decoding finds the noise
+    src = loader.shuffle_buffer(seed=0) if shuffled else loader
+    dl = torch.utils.data.DataLoader(src, batch_size=8, num_workers=workers, timeout=60 if workers else 0)
+    with pytest.raises(CameraError) as err:
+        for _ in dl:
+            pass
+    text = str(err.value)
+    assert "\n" not in text and "Traceback" not in text, text
+    assert err.value.path.endswith("file-000.mp4")
+    assert re.search(r"file-000\.mp4: episode 1, camera 'head', frame \d+ \(\d\.\d{3} s into the episode\): frame at "
+                     r"pts \d+ does not decode", text), text
+    assert ("(in DataLoader worker process" in text) == bool(workers)

@@ -88,6 +88,10 @@ def video_index(path: str | os.PathLike) -> VideoIndex:
     return _index(str(p), st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+def _ffmpeg_version(av) -> str:
+    return str(getattr(av, "ffmpeg_version_info", "?"))
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return (text[0] if text else type(e).__name__)[:160]
@@ -103,6 +107,14 @@ def _index(path: str, _mtime_ns: int, size: int, _ino: int) -> VideoIndex:
             if not container.streams.video:
                 raise CameraError(path, "holds no video stream")
             s = container.streams.video[0]
+            if s.codec_context is None:  # a codec FFmpeg does not know (an unknown sample entry)
+                raise CameraError(path, f"its video codec is unknown to FFmpeg {_ffmpeg_version(av)} (PyAV "
+                                        f"{av.__version__}): no frame can be decoded")
+            try:
+                av.codec.Codec(s.codec_context.name, "r")
+            except av.codec.codec.UnknownCodecError:
+                raise CameraError(path, f"codec {s.codec_context.name!r}: this PyAV ({av.__version__}) has no decoder "
+                                        "for it, no frame can be decoded") from None
             for pkt in container.demux(s):
                 if pkt.pts is None:  # the flush packet at the end
                     continue
@@ -116,7 +128,8 @@ def _index(path: str, _mtime_ns: int, size: int, _ino: int) -> VideoIndex:
         raise
     except (av.FFmpegError, OSError, ValueError) as e:
         why = "not a readable MP4" if size else "an empty file"
-        raise CameraError(path, f"{why}, truncated or damaged ({_first_line(e)})") from None
+        detail = _first_line(e).replace(f": '{path}'", "")  # FFmpeg quotes the path: it is named once
+        raise CameraError(path, f"{why}, truncated or damaged: no frame can be located ({detail})") from None
     if end > size:
         raise CameraError(path, f"truncated: its index points {end - size} bytes past the end of the file")
     order = np.argsort(np.asarray(pts, dtype=np.int64), kind="stable")
@@ -145,6 +158,7 @@ class VideoDecoder:
         self._ring: OrderedDict[int, np.ndarray] = OrderedDict()
         self._position = {int(p): i for i, p in enumerate(self.index.pts.tolist())}
         self.decoded = 0
+        self._pid = os.getpid()
 
     def frame(self, pts: int) -> np.ndarray:
         """The HxWx3 uint8 RGB frame whose presentation timestamp is ``pts`` (read-only array)."""
@@ -202,6 +216,13 @@ class VideoDecoder:
         raise CameraError(self.path, f"frame at pts {pts} was not produced by the decoder")
 
     def close(self) -> None:
+        if os.getpid() != self._pid:
+            # a forked child holds a copy of its parent's decoder (garbage collected there, or closed by
+            # mistake): freeing its codec context would wait forever for the parent's decoding threads,
+            # which the child does not have, so the child keeps it, unused, until it exits
+            _INHERITED.append((self._container, self._frames))
+            self._container = self._frames = None
+            return
         with self._lock:
             if self._container is not None:
                 self._container.close()
@@ -219,7 +240,7 @@ _DECODERS: OrderedDict[tuple[str, int], VideoDecoder] = OrderedDict()
 _DECODERS_LOCK = threading.Lock()
 #: Decoders a forked child inherited: kept referenced and never closed there (freeing a codec context
 #: waits on the parent's decoding threads, which the child does not have).
-_INHERITED: list[VideoDecoder] = []
+_INHERITED: list = []
 
 
 def _after_fork_in_child() -> None:

@@ -280,8 +280,13 @@ class TorchDataset(torch.utils.data.Dataset):
         idx = self.index
         if idx.camera_video is not None and idx.camera_video[e, c]:
             path, pts = str(idx.camera_paths[e, c]), int(idx.frame_pts[row, c])
-            dec = h._touch(h.videos, path, lambda: VideoDecoder(path), VideoDecoder.close, OPEN_VIDEOS)
-            rgb = dec.frame(pts)
+            try:
+                dec = h._touch(h.videos, path, lambda: VideoDecoder(path), VideoDecoder.close, OPEN_VIDEOS)
+                rgb = dec.frame(pts)
+            except CameraError as err:  # name the episode and frame, not only the file
+                raise CameraError(path, f"episode {idx.episode_ids[e]}, camera {idx.cameras[c]!r}, frame "
+                                        f"{int(idx.frame_index[row, c])} ({idx.frame_stamp[row, c] / 1e9:.3f} s into "
+                                        f"the episode): {err.message}") from None
             return np.ascontiguousarray(rgb.transpose(2, 0, 1)), f"{path}#pts={pts}"
         if idx.camera_decoded is not None and idx.camera_decoded[e, c]:  # e.g. PNG images in a frame table
             if h.dataset is None:

@@ -130,6 +130,28 @@ def open_decoded_camera(index: EpisodeIndex, e: int, c: int, ds: Dataset | None 
     return cam
 
 
+def _load_cameras(ds: Dataset, ep: dict, ep_id: str) -> dict:
+    """The episode's cameras, checked before any item is read (so that a DataLoader worker never meets
+    it first): every file opens and is indexed, and a video holds one frame per row of the episode's frame
+    table (``length``), as LeRobot's own loader requires; an error names the file, episode and frame."""
+    try:
+        cameras = ds.load_cameras(ep)
+    except CameraError as err:
+        if f"episode {ep_id}" in err.message or err.path is None:
+            raise
+        raise CameraError(err.path, f"episode {ep_id}: {err.message}") from None
+    rows = ep.get("length")
+    for name, cam in cameras.items():
+        if cam.format != "video" or rows is None or cam.num_frames == int(rows):
+            continue
+        n, m = int(rows), cam.num_frames
+        what = (f"frames {m}..{n - 1} (from {m / cam.fps:.3f} s) are missing" if m < n else
+                f"frames {n}..{m - 1} (from {float(cam.seconds[n]):.3f} s) have no row")
+        raise CameraError(cam.path, f"episode {ep_id}, camera {name!r}: {m} frames in its window for the frame table's "
+                                    f"{n} rows: {what}")
+    return cameras
+
+
 def _resolve(specs: Sequence[str], streams: dict, kind: str, where: Path) -> list[str]:
     """Stream keys named by ``specs``: a full key (``arms/right/qpos``) or an attribute (``qpos``: every
     ``*/qpos`` stream, in the episode's stream order)."""
@@ -193,7 +215,7 @@ def build_index(ds: Dataset, hz: float, align: str = "previous", state: Sequence
         ep_id = ds.episode_id(ep)
         where = ds.episode_path(ep)
         groups = {"obs": ds.streams(ep, "obs"), "action": ds.streams(ep, "action")}
-        cameras = ds.load_cameras(ep)
+        cameras = _load_cameras(ds, ep, ep_id)
         grid = episode_grid(where, groups, cameras, hz)  # Dataset.sample's grid and checks
         if len(grid) == 0:
             raise StreamError(where, f"episode spans less than one step at {hz} Hz")
