@@ -242,3 +242,26 @@ def test_a_frame_that_does_not_decode_is_one_line_in_the_main_process(workers, s
     assert re.search(r"file-000\.mp4: episode 1, camera 'head', frame \d+ \(\d\.\d{3} s into the episode\): frame at "
                      r"pts \d+ does not decode", text), text
     assert ("(in DataLoader worker process" in text) == bool(workers)
+
+
+def test_describe_states_the_buffer_and_its_randomness(sources):
+    stream = TorchDataset(sources["lerobot_v3.0"], hz=30).shuffle_buffer(buffer_mib=1, clip=8)
+    cap = stream.capacity
+    assert cap == 2**20 // stream.item_bytes and stream.item_bytes > 2 * 3 * 64 * 48
+    text = stream.describe()
+    assert text.startswith(f"shuffle buffer of {cap} items (1 MiB) per process, {len(stream.clips)} clips of about 8")
+    assert text.endswith(f"share a clip with probability about {8 / cap:.1%}")
+
+
+def test_a_workers_error_without_a_file_keeps_its_words():
+    """The text torch hands the main process, made one line again; a path that names no file stays text."""
+    from openarm_sim_dataset.core.errors import CameraError, StreamError
+
+    tb = ("Caught StreamError in DataLoader worker process 3.\nOriginal Traceback (most recent call last):\n"
+          '  File "x.py", line 1, in f\n    g()\n'
+          "openarm_sim_dataset.core.errors.StreamError: /no/such/file.parquet: episode 2: bad: very bad\n")
+    err = StreamError(message=tb)
+    assert err.path is None and str(err) == "/no/such/file.parquet: episode 2: bad: very bad (in DataLoader worker process 3)"
+    err = CameraError(message=tb.replace("/no/such/file.parquet", __file__))
+    assert err.path == __file__ and err.message == "episode 2: bad: very bad (in DataLoader worker process 3)"
+    assert CameraError("/x", "plain").message == "plain"

@@ -75,6 +75,13 @@ class ShuffleBuffer(torch.utils.data.IterableDataset):
         """Items the buffer holds per process."""
         return max(1, int(self.buffer_mib * 2**20) // max(1, self.item_bytes))
 
+    def describe(self) -> str:
+        """One line: the buffer's size in items and MiB and the randomness it gives."""
+        cap = self.capacity
+        return (f"shuffle buffer of {cap} items ({cap * self.item_bytes / 2**20:.0f} MiB) per process, "
+                f"{len(self.clips)} clips of about {self.clip} steps in random order: consecutive items share a clip "
+                f"with probability about {min(1.0, self.clip / cap):.1%}")
+
     def clip_order(self, worker: int = 0, workers: int = 1) -> np.ndarray:
         """Rows of :attr:`clips` that process ``worker`` of ``workers`` reads, in its order."""
         order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.clips))
