@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import tarfile
 import threading
@@ -219,6 +220,27 @@ def _ustar_scan(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | 
             canonical)
 
 
+#: A folder camera's file names joined by '/', each followed by one: the rule of layout.parse_frame_name
+_FRAME_NAMES = re.compile(r"(?:[0-9]{1,20}\.(?:jpeg|jpg)/)+")
+_POWERS_OF_TEN = 10 ** np.arange(18, -1, -1, dtype=np.int64)
+
+
+def _frame_stamps(names: list[str], joined: str) -> np.ndarray:
+    """The stamps (int64 ns) of frame file names that :data:`_FRAME_NAMES` matched joined as ``joined``.
+    Names all as long as the first, with as many digits (what a recorder writes), are read as one
+    array of digits; other names one by one (a value beyond int64 then raises OverflowError, as it
+    always did)."""
+    width, digits = len(names[0]) + 1, names[0].index(".")
+    if len(joined) == width * len(names):
+        raw = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(names), width)
+        # each row one name (every row ends with the separator) with its dot where the first name has it
+        if (raw[:, -1] == 0x2F).all() and (raw[:, digits] == 0x2E).all() and (
+                digits < 19 or (digits == 19 and raw[:, 0].max() <= 0x38)):  # < 8999999999999999999: no overflow
+            return (raw[:, :digits] - np.uint8(0x30)).astype(np.int64) @ _POWERS_OF_TEN[-digits:]
+    stems = joined.replace(".jpeg/", "/").replace(".jpg/", "/")[:-1]
+    return np.array(list(map(int, stems.split("/"))), dtype=np.int64)
+
+
 def _pax_records(data: bytes) -> dict[bytes, bytes] | None:
     """The ``LEN key=value`` records (newline-ended) of a PAX header, or None when malformed."""
     out, i = {}, 0
@@ -315,14 +337,22 @@ class Camera(FrameSequence):
 
     @staticmethod
     def _index_dir(folder: Path) -> tuple[list[str], np.ndarray]:
-        names, stamps = [], []
         with os.scandir(folder) as it:
-            for entry in it:
-                ts = layout.parse_frame_name(entry.name)
-                if ts is None or not entry.is_file(follow_symlinks=False):
-                    raise CameraError(Path(folder) / entry.name, "is not a regular <integer>.jpeg frame file")
-                names.append(entry.name)
-                stamps.append(ts)
+            entries = list(it)
+        names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+        # every name checked by one regex over them all ('/' cannot occur in a name), the stamps parsed
+        # in one pass: the per-name parse_frame_name below only runs to name the first bad entry
+        joined = "/".join(names) + "/"
+        if len(names) == len(entries) and _FRAME_NAMES.fullmatch(joined):
+            stamps_arr, order = _sorted_unique(folder, _frame_stamps(names, joined), np.arange(len(names)))
+            return list(map(names.__getitem__, order.tolist())), stamps_arr
+        names, stamps = [], []
+        for entry in entries:
+            ts = layout.parse_frame_name(entry.name)
+            if ts is None or not entry.is_file(follow_symlinks=False):
+                raise CameraError(Path(folder) / entry.name, "is not a regular <integer>.jpeg frame file")
+            names.append(entry.name)
+            stamps.append(ts)
         stamps_arr, order = _sorted_unique(folder, np.array(stamps, dtype=np.int64), np.arange(len(names)))
         return [names[i] for i in order], stamps_arr
 
