@@ -143,7 +143,7 @@ class Dataset:
             raise KeyError(f"{self.root / layout.METADATA_FILE}: no episode with id {want!r}") from None
 
     def episode_id(self, episode: EpisodeRef) -> str:
-        return layout.check_name(self.episode(episode)["id"], "episode id", self.root / layout.METADATA_FILE)
+        return layout.check_dataset_name(self.episode(episode)["id"], "episode id", self.root)
 
     def episode_path(self, episode: EpisodeRef | None = None) -> Path:
         """The episode's folder (the dataset folder for ``None``, as in openarm_dataset); for a LeRobot
@@ -177,19 +177,21 @@ class Dataset:
                         out.append(StreamFile(prefix, path, attr, emb.joints))
         return out
 
-    def streams(self, episode: EpisodeRef, kind: str) -> dict[str, Stream]:
-        """All obs or action streams of an episode, keyed ``arms/right/qpos`` (each file read once)."""
+    def streams(self, episode: EpisodeRef, kind: str, *, copy: bool = True) -> dict[str, Stream]:
+        """All obs or action streams of an episode, keyed ``arms/right/qpos`` (each file read once).
+        ``copy=False``: values may be read-only views of the files' buffers (sampling, which only
+        gathers rows, skips copying whole streams)."""
         if self.lerobot is not None:
             return self.lerobot.streams(self.episode_id(episode), kind)
         out: dict[str, Stream] = {}
         for f in self.stream_files(episode, kind):
             if f.attribute is None:
-                out.update(read_state_file(f.path, f.prefix))
+                out.update(read_state_file(f.path, f.prefix, copy=copy))
                 continue
             key = f"{f.prefix}/{f.attribute}"
             if key in out:
                 raise StreamError(f.path, f"{key} is stored both here and in {layout.STATE_FILE}")
-            out[key] = read_attribute_file(f.path, key, f.columns)
+            out[key] = read_attribute_file(f.path, key, f.columns, copy=copy)
         return out
 
     def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False, cutoff: float | None = None,
@@ -242,7 +244,8 @@ class Dataset:
         ``missing_ok``: a LeRobot camera whose MP4 is missing comes back as a
         :class:`~.lerobot.MissingVideo` (frames on the rows' times, reading one raises the
         :class:`CameraError` naming the file) instead of raising that error here."""
-        name = self.meta.camera_name(name, self.meta.path if self.lerobot else self.root / layout.METADATA_FILE)
+        if name not in self.meta.cameras:  # a legacy name, or an unknown one (the error names this file)
+            name = self.meta.camera_name(name, self.meta.path if self.lerobot else self.root / layout.METADATA_FILE)
         ep_id = self.episode_id(episode)
         if self.lerobot is not None:
             return self.lerobot.camera(ep_id, name, missing_ok=missing_ok)

@@ -103,6 +103,15 @@ def check_name(name: object, what: str, source: str | Path | None = None) -> str
     return name
 
 
+def check_dataset_name(name: object, what: str, root: str | Path) -> str:
+    """:func:`check_name` for a name read from the metadata of the dataset at ``root``, whose
+    ``metadata.yaml`` an error names. That path is built only for an error: the check runs several
+    times per episode read."""
+    if type(name) is str and _SAFE_NAME.fullmatch(name):
+        return name
+    return check_name(name, what, Path(root) / METADATA_FILE)
+
+
 def parse_frame_name(name: str) -> int | None:
     """Return the nanosecond timestamp encoded in a frame file name ``<ns>.jpeg``, or None."""
     stem, _, ext = name.rpartition(".")
@@ -127,7 +136,7 @@ def camera_window(spans: list[tuple[int, int, float]]) -> tuple[float, float]:
 
 def episode_dir(root: Path, episode_id: str) -> Path:
     """Folder of an episode (any layout). The id is checked before the path is built."""
-    return Path(root) / EPISODES_DIR / check_name(episode_id, "episode id", Path(root) / METADATA_FILE)
+    return Path(root, EPISODES_DIR, check_dataset_name(episode_id, "episode id", root))
 
 
 def component_dir(root: Path, episode_id: str, kind: str, embodiment: str, component: str | None, version: str) -> Path:
@@ -137,7 +146,7 @@ def component_dir(root: Path, episode_id: str, kind: str, embodiment: str, compo
     base = episode_dir(root, episode_id) / kind
     if version == UNVERSIONED:
         return base / f"{component}_arm" if component else base
-    base = base / check_name(embodiment, "embodiment name", Path(root) / METADATA_FILE)
+    base = base / check_dataset_name(embodiment, "embodiment name", root)
     return base / component if component else base
 
 
@@ -148,7 +157,7 @@ def state_path(root: Path, episode_id: str, kind: str, embodiment: str, componen
 
 def camera_dir(root: Path, episode_id: str, camera: str, version: str, stored_name: str | None = None) -> Path:
     """Folder of a camera's JPEG frames. ``stored_name`` is the name used on disk (legacy layouts)."""
-    name = check_name(stored_name or camera, "camera name", Path(root) / METADATA_FILE)
+    name = check_dataset_name(stored_name or camera, "camera name", root)
     if version == UNVERSIONED:
         return episode_dir(root, episode_id) / f"{name}_image"
     return episode_dir(root, episode_id) / CAMERAS_DIR / name
