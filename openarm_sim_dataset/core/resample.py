@@ -16,6 +16,7 @@ import os
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,40 +85,66 @@ def _episode_plan(ds: Dataset, episode: dict, hz: float, how: str) -> _EpisodePl
     """One episode's plan: its grid and the rows each stream (smoothed as the dataset says), simulation
     stream and camera contributes at each grid point."""
     ep_id = ds.episode_id(episode)
-    groups = {kind: ds.streams(episode, kind) for kind in layout.KINDS}
+    groups = {kind: ds.streams(episode, kind, copy=False) for kind in layout.KINDS}  # rows are gathered below
     # a LeRobot camera whose MP4 is missing stands on its rows' times: the joints are still served, a frame
     # asked for raises the error naming the file
     cameras = ds.load_cameras(episode, missing_ok=True)
     sim = ds.sim_streams(episode)
     grid = episode_grid(ds.episode_path(episode), groups, cameras, hz)
     groups = {kind: ds.smoothed(kind, streams) for kind, streams in groups.items()}
+    rows = _Aligner(grid, how)
     gathered = {
-        kind: [(key, s.values[sampler.align(s.timestamps, grid, how)]) for key, s in streams.items()]
+        kind: [(key, s.values[rows(s.timestamps)]) for key, s in streams.items()]
         for kind, streams in groups.items()
     }
-    sim_rows = [(key, vals[sampler.align(ts, grid, how)]) for key, (ts, vals) in sim.items()]
-    cam_idx = [(name, cam, sampler.align(cam.timestamps, grid, how)) for name, cam in cameras.items()]
+    sim_rows = [(key, vals[rows(ts)]) for key, (ts, vals) in sim.items()]
+    cam_idx = [(name, cam, rows(cam.timestamps)) for name, cam in cameras.items()]
     # a CameraDict (legacy names as keys) only where the dataset stores legacy names, the only case
     # where ported code asks for them; elsewhere a plain dict keeps the per-sample cost down
     renamed = any(ds.meta.stored_camera_name(name) != name for name in cameras)
     return _EpisodePlan(ep_id, grid, gathered["obs"], gathered["action"], sim_rows, cam_idx, renamed)
 
 
+class _Aligner:
+    """``sampler.align`` of many stamp arrays on one grid, computed once per array: the attributes of one
+    ``state.parquet`` share their timestamps (one array), so an arm's qpos, qvel and qtorque align once."""
+
+    __slots__ = ("grid", "how", "_done")
+
+    def __init__(self, grid: np.ndarray, how: str):
+        self.grid, self.how, self._done = grid, how, {}
+
+    def __call__(self, stamps: np.ndarray) -> np.ndarray:
+        hit = self._done.get(id(stamps))
+        if hit is not None and hit[0] is stamps:
+            return hit[1]
+        idx = sampler.align(stamps, self.grid, self.how)
+        self._done[id(stamps)] = (stamps, idx)  # the array kept alive: its id cannot be reused meanwhile
+        return idx
+
+
+def _dicts(pairs: list, factory=dict) -> Iterator[dict]:
+    """One new ``{key: row k}`` mapping per grid point k of ``[(key, per-grid-point array)]``, lazily (the
+    arrays' rows are the views ``v[k]`` gives), without a Python loop per row."""
+    if not pairs:
+        return iter(factory, None)  # a new empty mapping each time, endlessly (the grid bounds the zip)
+    keys = [key for key, _ in pairs]
+    return map(factory, map(zip, repeat(keys), zip(*(v for _, v in pairs))))
+
+
 def _sample_episode(ds: Dataset, episode: dict, hz: float, how: str, pool) -> Iterator[Sample]:
     plan = _episode_plan(ds, episode, hz, how)
+    n = len(plan.grid)
     if pool is None:
-        cam_cols = [(name, [Frame(cam, int(i), int(cam.timestamps[i])) for i in idx]) for name, cam, idx in plan.cameras]
-    else:
-        cam_cols = [(name, _DecodedColumn(cam, idx, *pool)) for name, cam, idx in plan.cameras]
-    ep, obs, action, sim = plan.episode, plan.obs, plan.action, plan.sim
-    if plan.renamed:
-        for k, t in enumerate(plan.grid.tolist()):
-            yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
-                         CameraDict([(name, col[k]) for name, col in cam_cols]), {key: v[k] for key, v in sim})
-        return
-    for k, t in enumerate(plan.grid.tolist()):  # the hot loop: inlined, plain dicts (no alias to resolve)
-        yield Sample(ep, t, {key: v[k] for key, v in obs}, {key: v[k] for key, v in action},
-                     {name: col[k] for name, col in cam_cols}, {key: v[k] for key, v in sim})
+        cam_cols = [(name, map(Frame, repeat(cam, n), idx.tolist(), cam.timestamps[idx].tolist()))
+                    for name, cam, idx in plan.cameras]
+    else:  # decoded on demand, in grid order, as the samples are built
+        cam_cols = [(name, map(_DecodedColumn(cam, idx, *pool).__getitem__, range(n))) for name, cam, idx in plan.cameras]
+    # the hot loop, with no Python statement per sample: each Sample built from iterators over the
+    # episode's columns (plain dicts for the cameras unless legacy names must resolve)
+    cameras = _dicts(cam_cols, CameraDict if plan.renamed else dict)
+    yield from map(Sample, repeat(plan.episode, n), plan.grid.tolist(), _dicts(plan.obs), _dicts(plan.action),
+                   cameras, _dicts(plan.sim))
 
 
 class SampleSequence(Sequence):
@@ -232,6 +259,8 @@ def episode_grid(where: Path, groups: Mapping[str, Mapping[str, Stream]], camera
     stamp_arrays = []
     for streams in groups.values():
         for key, s in streams.items():
+            if any(s.timestamps is a for a in stamp_arrays):
+                continue  # the attributes of one state.parquet share one array: checked under its first key
             check_stamps(s.timestamps, s.path, key)
             stamp_arrays.append(s.timestamps)
     for name, cam in cameras.items():
