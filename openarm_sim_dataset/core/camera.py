@@ -225,18 +225,25 @@ _FRAME_NAMES = re.compile(r"(?:[0-9]{1,20}\.(?:jpeg|jpg)/)+")
 _POWERS_OF_TEN = 10 ** np.arange(18, -1, -1, dtype=np.int64)
 
 
-def _frame_stamps(names: list[str], joined: str) -> np.ndarray:
-    """The stamps (int64 ns) of frame file names that :data:`_FRAME_NAMES` matched joined as ``joined``.
-    Names all as long as the first, with as many digits (what a recorder writes), are read as one
-    array of digits; other names one by one (a value beyond int64 then raises OverflowError, as it
-    always did)."""
-    width, digits = len(names[0]) + 1, names[0].index(".")
-    if len(joined) == width * len(names):
+def _frame_stamps(names: list[str]) -> np.ndarray | None:
+    """The stamps (int64 ns) of a folder's frame file names, or None when one breaks the rule of
+    :func:`layout.parse_frame_name` (``<1-20 digits>.jpeg|.jpg``). Names all as long as the first and
+    alike but for their digits (what a recorder writes) are checked and read as one array of bytes; any
+    others by one regex over them all and one by one (a value beyond int64 then raises OverflowError,
+    as it always did)."""
+    joined = "/".join(names) + "/"  # '/' cannot occur in a file name
+    first = names[0]
+    digits, width = first.find("."), len(first) + 1
+    if 0 < digits <= 19 and first[digits + 1:] in ("jpeg", "jpg") and len(joined) == width * len(names) \
+            and joined.isascii():
         raw = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(names), width)
-        # each row one name (every row ends with the separator) with its dot where the first name has it
-        if (raw[:, -1] == 0x2F).all() and (raw[:, digits] == 0x2E).all() and (
-                digits < 19 or (digits == 19 and raw[:, 0].max() <= 0x38)):  # < 8999999999999999999: no overflow
-            return (raw[:, :digits] - np.uint8(0x30)).astype(np.int64) @ _POWERS_OF_TEN[-digits:]
+        value = raw[:, :digits] - np.uint8(0x30)  # a byte below '0' wraps above 9
+        # every row one name: digits, then the first name's extension and the separator
+        if (raw[:, digits:] == np.frombuffer(first[digits:].encode("ascii") + b"/", dtype=np.uint8)).all() and (
+                value <= 9).all() and (digits < 19 or value[:, 0].max() <= 8):  # <= 8999999999999999999: no overflow
+            return value.astype(np.int64) @ _POWERS_OF_TEN[-digits:]
+    if not _FRAME_NAMES.fullmatch(joined):
+        return None
     stems = joined.replace(".jpeg/", "/").replace(".jpg/", "/")[:-1]
     return np.array(list(map(int, stems.split("/"))), dtype=np.int64)
 
@@ -340,11 +347,14 @@ class Camera(FrameSequence):
         with os.scandir(folder) as it:
             entries = list(it)
         names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
-        # every name checked by one regex over them all ('/' cannot occur in a name), the stamps parsed
-        # in one pass: the per-name parse_frame_name below only runs to name the first bad entry
-        joined = "/".join(names) + "/"
-        if len(names) == len(entries) and _FRAME_NAMES.fullmatch(joined):
-            stamps_arr, order = _sorted_unique(folder, _frame_stamps(names, joined), np.arange(len(names)))
+        # every name checked and read at once; the per-name parse_frame_name below only runs to name
+        # the first bad entry
+        stamps_arr = _frame_stamps(names) if names and len(names) == len(entries) else None
+        if stamps_arr is not None:
+            order = np.argsort(stamps_arr, kind="stable")
+            stamps_arr = stamps_arr[order]
+            if len(stamps_arr) > 1 and not (stamps_arr[1:] != stamps_arr[:-1]).all():
+                _sorted_unique(folder, stamps_arr)  # raises, naming the first repeated timestamp
             return list(map(names.__getitem__, order.tolist())), stamps_arr
         names, stamps = [], []
         for entry in entries:
