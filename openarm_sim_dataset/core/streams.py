@@ -167,18 +167,17 @@ def _dense_list_column(arr: pa.ListArray, width: int | None, copy: bool) -> np.n
     ``width`` values (the first list's count for None), read from its offsets and values buffers; None
     for any other array (:func:`list_column` then takes its general path, with its errors)."""
     n = len(arr)
-    if arr.null_count or n == 0:
+    values = arr.values
+    if n == 0 or arr.null_count or values.null_count:
         return None
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset:]
     if width is None:
         width = int(offsets[1] - offsets[0])
     lo, hi = int(offsets[0]), int(offsets[-1])
-    if width <= 0 or hi - lo != n * width or not np.array_equal(offsets, np.arange(lo, hi + 1, width, dtype=np.int32)):
+    if width <= 0 or hi - lo != n * width or not (offsets == np.arange(lo, hi + 1, width, dtype=np.int32)).all():
         return None
-    values = arr.values
-    if values.null_count and values.slice(lo, hi - lo).null_count:
-        return None
-    flat, _ = primitive_numpy(values.slice(lo, hi - lo))
+    start = values.offset + lo
+    flat = np.frombuffer(values.buffers()[1], dtype=_NUMPY_TYPES[values.type], count=start + hi - lo)[start:]
     # a writable copy, never a view of the file's buffers, unless the caller takes a view
     return flat.astype(np.float32, copy=copy).reshape(n, width)
 
