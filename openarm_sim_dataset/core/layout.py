@@ -143,11 +143,12 @@ def component_dir(root: Path, episode_id: str, kind: str, embodiment: str, compo
     """Folder holding one embodiment component's streams, e.g. ``episodes/0/obs/arms/right``."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
-    base = episode_dir(root, episode_id) / kind
+    parts = [root, EPISODES_DIR, check_dataset_name(episode_id, "episode id", root), kind]  # episode_dir(...) / kind
     if version == UNVERSIONED:
-        return base / f"{component}_arm" if component else base
-    base = base / check_dataset_name(embodiment, "embodiment name", root)
-    return base / component if component else base
+        parts += [f"{component}_arm"] if component else []
+    else:
+        parts += [check_dataset_name(embodiment, "embodiment name", root)] + ([component] if component else [])
+    return Path(*parts)  # one Path built (read per episode and kind)
 
 
 def state_path(root: Path, episode_id: str, kind: str, embodiment: str, component: str | None) -> Path:
@@ -158,9 +159,10 @@ def state_path(root: Path, episode_id: str, kind: str, embodiment: str, componen
 def camera_dir(root: Path, episode_id: str, camera: str, version: str, stored_name: str | None = None) -> Path:
     """Folder of a camera's JPEG frames. ``stored_name`` is the name used on disk (legacy layouts)."""
     name = check_dataset_name(stored_name or camera, "camera name", root)
+    episode = check_dataset_name(episode_id, "episode id", root)
     if version == UNVERSIONED:
-        return episode_dir(root, episode_id) / f"{name}_image"
-    return episode_dir(root, episode_id) / CAMERAS_DIR / name
+        return Path(root, EPISODES_DIR, episode, f"{name}_image")  # episode_dir(...) / ..., one Path built
+    return Path(root, EPISODES_DIR, episode, CAMERAS_DIR, name)
 
 
 def camera_tar(root: Path, episode_id: str, camera: str) -> Path:
