@@ -71,6 +71,7 @@ def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
 
 _NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float16(): np.float16, pa.float32(): np.float32,
                 pa.float64(): np.float64}
+_FLOAT_TYPES = {t for t, d in _NUMPY_TYPES.items() if np.dtype(d).kind == "f"}
 
 
 def primitive_numpy(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
@@ -131,14 +132,14 @@ def list_column(table: pa.Table, name: str, width: int | None, path: Path, *, co
     the array may be a read-only view of the table's buffers (for a reader that only gathers rows)."""
     column = table.column(name)
     typ = column.type
+    if column.num_chunks == 1 and pa.types.is_list(typ) and typ.value_type in _FLOAT_TYPES:
+        fast = _dense_list_column(column.chunk(0), width, copy)
+        if fast is not None:
+            return fast
     if not (pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)):
         raise StreamError(path, f"column {name!r} is {typ}, expected list<float>")
     if not (pa.types.is_floating(typ.value_type)):
         raise StreamError(path, f"column {name!r} holds {typ.value_type}, expected float")
-    if column.num_chunks == 1 and pa.types.is_list(typ) and typ.value_type in _NUMPY_TYPES:
-        fast = _dense_list_column(column.chunk(0), width, copy)
-        if fast is not None:
-            return fast
     col = column.combine_chunks()
     n = len(col)
     lengths, valid = primitive_numpy(pc.list_value_length(col))
