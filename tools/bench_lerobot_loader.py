@@ -165,14 +165,17 @@ def long_epoch(base: Path, spec: str, size: tuple[int, int]) -> list[str]:
     paths = build(base, int(episodes), seconds, size, None)
     src = TorchDataset(paths["h264"], hz=30).shuffle_buffer()
     dl = torch.utils.data.DataLoader(src, batch_size=BATCH, num_workers=2)
+    one, two = limit(paths["h264"], 1)[0], limit(paths["h264"], 2)[0]
     total, n, marks, t0 = len(src), 0, [], time.perf_counter()
     for b in dl:
         n += len(b["index"])
         if n >= total * (len(marks) + 1) / 10:
             marks.append((n, time.perf_counter() - t0, _children_rss_mib()))
+    rate = n * len(CAMERAS) / marks[-1][1]
     lines = [f"long epoch: {int(episodes)} episodes x {seconds:g} s ({total} items, {total * len(CAMERAS)} frames), "
-             f"shuffle buffer {src.capacity} items ({src.capacity * src.item_bytes / 2**20:.0f} MiB per worker), "
-             f"2 workers", "| items read | s | worker RSS, MiB |", "|---:|---:|---|"]
+             f"{src.describe()}, 2 workers: {rate:.0f} frames/s, {rate / one:.2f}x the 1-process limit ({one:.0f}), "
+             f"{rate / two:.2f}x the 2-process limit ({two:.0f}); load {os.getloadavg()[0]:.2f}",
+             "| items read | s | worker RSS, MiB |", "|---:|---:|---|"]
     lines += [f"| {k} | {t:.0f} | {' / '.join(f'{r:.0f}' for r in rss)} |" for k, t, rss in marks]
     return lines
 
