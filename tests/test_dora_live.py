@@ -75,8 +75,19 @@ def test_live_dataflow_of_one_simulation_node_keeps_each_episodes_sidecar(tmp_pa
     # replay bit for bit and equal the physics (sim_replay, sim_resume, sim_streams_agree)
     if shutil.which("dora", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("no dora CLI in this environment (pip install dora-rs-cli)")
-    p = flow.run(tmp_path, timeout=240, seconds=1.0, episodes=2, arms=True)
-    log = p.stdout + p.stderr
+    # dora 1.1 can drop an input silently when the receiving node lags (its zenoh ingress channel is
+    # full, before the per-input queue that logs a discard: dora-rs/dora#3397): a command to the
+    # simulation node (which then says "its start never came") or a sim_file to the recorder, about one
+    # run in 12 here. The recorder then saves the episode without its files and says so; only that
+    # signature is run again (at most twice, each time in a fresh folder): a recorder that lost the files
+    # itself would fail every run
+    for attempt in range(3):
+        out = tmp_path / f"run{attempt}"
+        p = flow.run(out, timeout=240, seconds=1.0, episodes=2, arms=True)
+        log = p.stdout + p.stderr
+        if "simulation files (the rest did not come" not in log:
+            break
+    tmp_path = out
     said = "\n".join(line for line in log.splitlines() if " recorder: " in line and "Discarding" not in line
                      and "event channel full" not in line)[-3000:]
     assert "Traceback" not in log, log[-3000:]

@@ -163,6 +163,11 @@ def arms(node, sim: SimArms) -> None:
                     sim.end(keep=False)  # a start without an end: what was recorded is not an episode
                     sim.begin(int(md.get("episode_number", 0)))
                 elif c in ("success", "fail", "quit"):
+                    if c != "quit" and sim.episode is None:
+                        # dora's node-to-node plane can drop an input silently when the node lags: say so,
+                        # or the recorder's "saved with 0 simulation files" has no visible cause
+                        print(f"[warn] arms: {c} while no episode is being simulated (its start never came): "
+                              "no simulation files for it", file=sys.stderr, flush=True)
                     done = sim.end()
                     if done is not None:
                         number, files = done
