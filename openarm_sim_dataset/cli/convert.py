@@ -1,4 +1,8 @@
-"""dataset-convert IN OUT --format openarm|lerobot_v2.1|lerobot_v3.0|gr00t|rrd|robot_eval_logger: a converted copy."""
+"""dataset-convert IN OUT --format openarm|lerobot|lerobot_v2.1|lerobot_v3.0|gr00t|rrd|robot_eval_logger: a converted copy.
+
+IN is a dataset, or a ROS bag (a rosbag2 folder, a .mcap/.db3 file, a ROS 1 .bag, or a folder of bags: one
+episode per bag), converted to openarm or a LeRobot format; `dataset-convert --inspect BAG` prints what a bag
+holds and the topic map the conversion would use."""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ import sys
 
 from . import Parser, check_output, run
 
-FORMATS = ("openarm", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd", "robot_eval_logger")
+FORMATS = ("openarm", "lerobot", "lerobot_v2.1", "lerobot_v3.0", "gr00t", "rrd", "robot_eval_logger")
+#: what --format lerobot means
+LEROBOT_DEFAULT = "lerobot_v3.0"
+#: the formats a ROS bag converts to
+BAG_FORMATS = ("openarm", "lerobot", "lerobot_v2.1", "lerobot_v3.0", "gr00t")
 STATES = ("qpos", "pose", "rot6d")
 
 
@@ -21,9 +29,19 @@ def build_parser() -> argparse.ArgumentParser:
                "(pip install 'openarm-sim-dataset[rerun]'); robot_eval_logger (OUT/<eval_id>/metadata.json + "
                "traj_<i>.pkl, the LocalStorage layout of robot-eval-logger 0.0.1) needs that package "
                "(pip install 'openarm-sim-dataset[robot_eval_logger]').")
-    p.add_argument("input", help="input dataset folder")
-    p.add_argument("output", help="output folder (must not exist)")
-    p.add_argument("--format", choices=FORMATS, default="openarm", help="output format (default openarm = 0.4.0)")
+    p.add_argument("input", nargs="?", help="input dataset folder, or a ROS bag (or a folder of bags)")
+    p.add_argument("output", nargs="?", help="output folder (must not exist)")
+    p.add_argument("--format", choices=FORMATS, default="openarm",
+                   help="output format (default openarm = 0.4.0; lerobot = lerobot_v3.0)")
+    p.add_argument("--inspect", metavar="BAG", default=None,
+                   help="print a ROS bag's topics (types, counts, rates) and the map a conversion would use, as a "
+                        "YAML file to edit for --map; converts nothing")
+    p.add_argument("--map", metavar="MAP.yaml", default=None,
+                   help="ROS bag: which topic is which stream (default: made from the bag: joint names through the "
+                        "OpenArm robot profile, each image topic a camera named after its topic)")
+    p.add_argument("--split-on", metavar="TOPIC", default=None,
+                   help="ROS bag: an episode begins at each message of TOPIC (default: one bag, one episode)")
+    p.add_argument("--task", default="", help="ROS bag: the prompt of the converted episodes' task (default empty)")
     p.add_argument("--camera-format", choices=("dir", "tar"), default="dir",
                    help="openarm: cameras as folders of <ns>.jpeg (dir, default) or one tar per camera")
     p.add_argument("--valid-only", action="store_true",
@@ -37,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="robot_eval_logger: one trajectory step per 1/HZ s, each stream and camera giving its latest "
                         "sample (default: a rollout's evaluation.control_hz, the policy's steps, at most the fastest "
                         "camera's rate; else the fastest camera's rate)")
-    p.add_argument("--fps", type=int, default=30, help="LeRobot: frame rate of the causal resampling (default 30)")
+    p.add_argument("--fps", type=int, default=None,
+                   help="LeRobot: frame rate of the causal resampling (default 30; from a ROS bag: the reference "
+                        "topic's median rate)")
     p.add_argument("--state", choices=STATES, default="qpos",
                    help="LeRobot: arm state representation: joint positions (qpos), end-effector pose "
                         "x,y,z,qw,qx,qy,qz,gripper in the arm_origin frame (pose), or position + first two "
@@ -63,7 +83,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # IN OUT before or after the options (both optional: --inspect)
+    from . import convert_bag as bag_cli  # start-up: --help stays free of rosbags, pyarrow and pandas
+    if args.inspect is not None:
+        if args.input is not None or args.output is not None:
+            parser.error("--inspect BAG takes no IN or OUT (it converts nothing)")
+        return run(lambda: bag_cli.inspect(args.inspect), "dataset-convert")
+    if args.input is None or args.output is None:
+        parser.error("IN and OUT are required (or --inspect BAG)")
+    args.fps_given = args.fps
+    if args.fps is None:
+        args.fps = 30
+    bag = bag_cli.bag_input(args.input)
+    if bag:
+        if args.format not in BAG_FORMATS:
+            parser.error(f"a ROS bag converts to {', '.join(BAG_FORMATS)}, not {args.format}")
+        if args.valid_only or args.success_only or args.exclude_knocked:
+            parser.error("--valid-only, --success-only and --exclude-knocked select a dataset's episodes, not a bag's")
+        if args.smoothing_cutoff is not None:
+            parser.error("--smoothing-cutoff applies to a dataset input (a bag's LeRobot frames are as of each "
+                         "reference message)")
+    elif args.map is not None or args.split_on is not None or args.task:
+        parser.error("--map, --split-on and --task apply to a ROS bag input")
+    if args.format == "lerobot":
+        args.format = LEROBOT_DEFAULT
     recorded_values = ("openarm", "rrd", "robot_eval_logger")
     if args.format in recorded_values and (args.state != "qpos" or args.arm_dynamics):
         parser.error("--state and --arm-dynamics apply to the LeRobot formats only (openarm, rrd and robot_eval_logger "
@@ -80,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jpeg-quality applies to --format openarm only")
     if not 0.0 <= args.train_split <= 1.0:
         parser.error(f"--train-split must be between 0 and 1, not {args.train_split}")
+
+    if bag:
+        def bag_body() -> int:
+            check_output(args.output, [args.input])
+            return bag_cli.convert_bag(args)
+
+        return run(bag_body, "dataset-convert")
 
     def body() -> int:
         # start-up: --help stays free of pyarrow and pandas

@@ -16,6 +16,17 @@ from pathlib import Path
 
 from openarm_sim_dataset.core.errors import DatasetError
 
+try:  # an optional extra: this module imports without it, and using it says what to install
+    from rosbags.highlevel import AnyReader, AnyReaderError
+    from rosbags.rosbag1 import ReaderError as Reader1Error
+    from rosbags.rosbag2 import ReaderError as Reader2Error
+    from rosbags.serde import SerdeError
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+except ImportError as _e:  # noqa: F841 - kept below
+    _MISSING: ImportError | None = _e
+else:
+    _MISSING = None
+
 #: what a single-file bag is called
 BAG_SUFFIXES = (".mcap", ".db3", ".bag")
 #: the key a rosbag2 folder's metadata.yaml begins with (an OpenArm dataset's metadata.yaml has none)
@@ -32,16 +43,10 @@ class BagError(DatasetError, ValueError):
     """A bag that cannot be read, or a topic of it that cannot be used."""
 
 
-def rosbags():
-    """The ``rosbags`` modules, or ImportError naming the extra to install."""
-    try:
-        import rosbags.highlevel  # noqa: F401
-        import rosbags.typesys  # noqa: F401
-    except ImportError as e:
-        raise ImportError(f"reading ROS bags needs rosbags ({INSTALL}): {e}") from None
-    import rosbags as module
-
-    return module
+def require_rosbags() -> None:
+    """ImportError naming the extra to install when ``rosbags`` is missing."""
+    if _MISSING is not None:
+        raise ImportError(f"reading ROS bags needs rosbags ({INSTALL}): {_MISSING}")
 
 
 def is_rosbag2_folder(path: Path) -> bool:
@@ -92,13 +97,8 @@ class Topic:
 
 
 def _reader_errors() -> tuple[type[BaseException], ...]:
-    rb = rosbags()
-    from rosbags.highlevel import AnyReaderError
-    from rosbags.rosbag1 import ReaderError as Reader1Error
-    from rosbags.rosbag2 import ReaderError as Reader2Error
-    from rosbags.serde import SerdeError
-
-    del rb
+    """What rosbags raises for a bag it cannot read (its own errors, and what a damaged file makes its
+    parsers raise)."""
     return (AnyReaderError, Reader1Error, Reader2Error, SerdeError, KeyError, ValueError, AssertionError,
             EOFError, OSError, IndexError, TypeError, NotImplementedError)
 
@@ -113,10 +113,7 @@ class Bag:
     :meth:`messages` yields ``(topic, receive ns, message)`` of the topics asked for, in receive order."""
 
     def __init__(self, path: str | os.PathLike):
-        rosbags()
-        from rosbags.highlevel import AnyReader
-        from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
+        require_rosbags()
         self.path = Path(path)
         self._errors = _reader_errors()
         # ROS 1 bags carry their definitions; rosbag2 SQLite3 bags before Iron carry none

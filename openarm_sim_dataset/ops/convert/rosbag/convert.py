@@ -16,11 +16,13 @@ folder and renamed into place: a failure leaves nothing.
 from __future__ import annotations
 
 import os
+import tarfile
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from openarm_sim_dataset.core import layout, manifest
 from openarm_sim_dataset.core.camera import FrameWriter
@@ -234,8 +236,6 @@ def _trim(cam: _Camera, lo: int, hi: int) -> int:
         for t in stamps[out]:
             (path / layout.frame_name(int(t))).unlink()
     else:
-        import tarfile
-
         old = path.with_name(path.name + ".untrimmed")
         path.rename(old)
         w = FrameWriter(path, "tar")
@@ -252,8 +252,6 @@ def _trim(cam: _Camera, lo: int, hi: int) -> int:
 def _write_episode(ep_dir: Path, bag: Bag, m: BagMap, gathered, cams, notes: list[str], freqs: dict) -> int:
     """Write one episode's streams and trim its cameras (written already) to the streams' common span;
     returns its number of stream rows."""
-    import pyarrow.parquet as pq
-
     rows = 0
     spans = []
     columns, primary = _columns(bag, m, gathered, notes)

@@ -169,7 +169,34 @@ def auto_map(bag: Bag) -> BagMap:
                 unmapped[name] = why
                 continue
             topics[name] = TopicMap(name, "action", "receive", arm=arm, joints=joints)
+    _one_source_per_joint(bag, topics, unmapped)
     return BagMap(topics, unmapped=unmapped)
+
+
+def _covers(bag: Bag, tm: TopicMap) -> set[tuple[str, str, str]]:
+    if tm.to == "camera":
+        return set()
+    if tm.arm is not None:
+        return {(tm.to, tm.arm, j) for j in tm.joints}
+    msg = _first(bag, tm.topic)
+    names = message_type(bag.topics[tm.topic].msgtype).decode(msg).names if msg is not None else ()
+    table = openarm_names()
+    return {(tm.to, table[n][0], table[n][1]) for n in names if n in table and not table[n][2]}
+
+
+def _one_source_per_joint(bag: Bag, topics: dict[str, TopicMap], unmapped: dict[str, str]) -> None:
+    """Where two topics give the same joints (a forward controller and a trajectory controller, of which
+    one was active), keep the one with more messages; the other is listed as not mapped, with why."""
+    taken: dict[tuple[str, str, str], str] = {}
+    for name in sorted(topics, key=lambda t: -bag.topics[t].count):
+        cover = _covers(bag, topics[name])
+        clash = sorted({taken[k] for k in cover if k in taken})
+        if clash:
+            unmapped[name] = (f"gives the same joints as {', '.join(clash)}, which has more messages "
+                              "(map it instead by hand)")
+            del topics[name]
+            continue
+        taken.update(dict.fromkeys(cover, name))
 
 
 def map_yaml(m: BagMap, bag: Bag | None = None) -> bytes:

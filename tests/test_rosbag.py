@@ -1,0 +1,232 @@
+"""ROS bags in, without ROS: bags written by rosbags' own writers (tools/make_rosbag.py: rosbag2 MCAP and
+SQLite3, ROS 1) with the OpenArm's topics, joint names and message types, converted by the subprocess
+CLI, validated, and read by openarm_dataset; the recording's faults named by topic and time; bad input one
+line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rosbags")
+pq = pytest.importorskip("pyarrow.parquet")
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+import make_rosbag  # noqa: E402
+from conftest import assert_reads_like_reference  # noqa: E402
+
+from openarm_sim_dataset import Dataset  # noqa: E402
+
+BIN = Path(sys.executable).parent
+CAMERA = "/camera/head/image_raw/compressed"
+
+
+def convert(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "dataset-convert"), *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def read_bag(path: Path) -> dict[str, list[tuple[int, object]]]:
+    """Every message of the bag, by topic, as rosbags alone reads it (the test's own reading)."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE)
+    out: dict[str, list] = {}
+    with AnyReader([path], default_typestore=store) as r:
+        for c, t, raw in r.messages():
+            out.setdefault(c.topic, []).append((t, r.deserialize(raw, c.msgtype)))
+    return out
+
+
+def stamp(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bags")
+    return {s: make_rosbag.write_openarm_bag(root / ("b.bag" if s == "ros1" else f"b_{s}"), storage=s, seconds=2.0,
+                                             cameras=("head", "wrist_left"))
+            for s in make_rosbag.STORAGES}
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3", "ros1"])
+def test_bag_converts_with_no_map_to_values_equal_to_the_bag_that_validate_and_openarm_dataset_reads(bags, storage,
+                                                                                                        tmp_path):
+    bag = bags[storage]
+    out = tmp_path / "out"
+    p = convert(bag, out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"{out}: valid" in p.stdout, p.stdout
+    ds = Dataset(out)
+    assert ds.episode_ids == ["0"] and sorted(ds.camera_names) == ["head", "wrist_left"]
+    msgs = read_bag(bag)
+    js = msgs["/joint_states"]
+    names = list(js[0][1].name)
+    # obs: every JointState message a row at its header stamp, joint1..7 + finger_joint1 per side, as float32
+    for side in ("left", "right"):
+        cols = [names.index(f"openarm_{side}_joint{i}") for i in range(1, 8)] + [names.index(f"openarm_{side}_finger_joint1")]
+        want = np.array([np.asarray(m.position)[cols] for _, m in js], np.float32)
+        s = ds.streams(ds.episodes[0], "obs")[f"arms/{side}/qpos"]
+        np.testing.assert_array_equal(s.timestamps, [stamp(m) for _, m in js])
+        np.testing.assert_array_equal(s.values, want)
+        v = ds.streams(ds.episodes[0], "obs")[f"arms/{side}/qvel"]
+        np.testing.assert_array_equal(v.values, np.array([np.asarray(m.velocity)[cols] for _, m in js], np.float32))
+        # action: the forward controller's 7 joints at its receive times, the gripper command as of each
+        arm = msgs[f"/{side}_forward_position_controller/commands"]
+        grip = msgs[f"/{side}_gripper_controller/commands"]
+        a = ds.streams(ds.episodes[0], "action")[f"arms/{side}/qpos"]
+        gt = np.array([t for t, _ in grip])
+        keep = [i for i, (t, _) in enumerate(arm) if t >= gt[0]]
+        np.testing.assert_array_equal(a.timestamps, [arm[i][0] for i in keep])
+        np.testing.assert_array_equal(a.values[:, :7], np.array([arm[i][1].data for i in keep], np.float32))
+        g = np.searchsorted(gt, a.timestamps, side="right") - 1
+        np.testing.assert_array_equal(a.values[:, 7], np.array([grip[i][1].data[0] for i in g], np.float32))
+    # cameras: the JPEG bytes as the bag holds them, at their header stamps, inside the arms' span
+    cam = ds.load_cameras(ds.episodes[0])["head"]
+    frames = {stamp(m): bytes(m.data) for _, m in msgs[CAMERA]}
+    assert cam.num_frames >= len(frames) - 2
+    for i in range(cam.num_frames):
+        f = cam.get_frame(i)
+        assert frames[int(f.timestamp_ns)] == f.read_bytes()
+    assert assert_reads_like_reference(out) > 1000
+    assert "header stamps: /camera/head/image_raw/compressed" in p.stdout
+
+
+def test_raw_images_in_every_encoding_become_jpeg_of_the_same_picture(tmp_path):
+    from openarm_sim_dataset.core.camera import decode_jpeg
+
+    for enc in ("rgb8", "bgr8", "mono8"):
+        bag = make_rosbag.write_openarm_bag(tmp_path / f"b_{enc}", seconds=0.5, image=enc)
+        out = tmp_path / f"o_{enc}"
+        p = convert(bag, out)
+        assert p.returncode == 0, p.stdout + p.stderr
+        msgs = read_bag(bag)["/camera/head/image_raw"]
+        ds = Dataset(out)
+        cam = ds.load_cameras(ds.episodes[0])["head"]
+        f = cam.get_frame(0)
+        msg = next(m for _, m in msgs if stamp(m) == f.timestamp_ns)
+        ch = 1 if enc == "mono8" else 3
+        raw = np.asarray(msg.data).reshape(msg.height, msg.width, ch).astype(float)
+        rgb = raw[..., ::-1] if enc == "bgr8" else np.repeat(raw, 3, axis=2) if ch == 1 else raw
+        got = decode_jpeg(f.read_bytes()).astype(float)
+        assert got.shape == rgb.shape
+        assert np.abs(got - rgb).mean() < 3.0, enc  # JPEG quality 95 of the same picture
+
+
+def test_a_folder_of_bags_is_one_episode_per_bag_and_split_on_cuts_at_each_marker(tmp_path):
+    folder = tmp_path / "bags"
+    folder.mkdir()
+    for i, s in enumerate(("mcap", "sqlite3")):
+        make_rosbag.write_openarm_bag(folder / f"take_{i}", storage=s, seconds=1.0, start_ns=1_760_000_000_000_000_000 + i * 10**10)
+    p = convert(folder, tmp_path / "many")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert Dataset(tmp_path / "many").episode_ids == ["0", "1"]
+    bag = make_rosbag.write_openarm_bag(tmp_path / "marked", seconds=3.0, markers=(0.5, 1.5))
+    p = convert(bag, tmp_path / "split", "--split-on", "/episode_marker")
+    assert p.returncode == 0, p.stdout + p.stderr
+    ds = Dataset(tmp_path / "split")
+    assert ds.episode_ids == ["0", "1"]
+    t0 = 1_760_000_000_000_000_000
+    for ep, (lo, hi) in zip(ds.episodes, ((0.5, 1.5), (1.5, 3.0))):
+        ts = ds.streams(ep, "obs")["arms/left/qpos"].timestamps
+        assert lo * 1e9 <= ts[0] - t0 < lo * 1e9 + 10**7 and ts[-1] - t0 < hi * 1e9
+    assert "messages before the first /episode_marker message: not in an episode" in p.stdout
+
+
+def test_the_recordings_faults_are_named_by_topic_and_time(tmp_path):
+    bag = make_rosbag.write_openarm_bag(
+        tmp_path / "faulty", seconds=6.0,
+        faults=("stop:/joint_states:2.0:2.0", f"late:{CAMERA}:100", "backwards:/joint_states:1.0:50",
+                "sag:/left_forward_position_controller/commands:4.5:1.2:0.5"))
+    p = convert(bag, tmp_path / "out")
+    assert p.returncode == 1, p.stdout + p.stderr  # converted, but the recording has faults
+    out = p.stdout
+    assert "FAIL topic_stops: /joint_states stops for 2.00" in out and "s at 1.99" in out, out
+    assert f"FAIL camera_lags: {CAMERA} arrives 99 ms later" in out or f"{CAMERA} arrives 100 ms later" in out, out
+    assert "FAIL stamps_backwards: /joint_states header stamp goes back 50.0 ms at 1.00" in out, out
+    assert "FAIL rate_sags: /left_forward_position_controller/commands sags to" in out, out
+    assert "INVALID" in out  # the 2 s hole fails the timestamps check of the converted dataset too
+    # the same bag without faults: every check passes (they can pass)
+    clean = make_rosbag.write_openarm_bag(tmp_path / "clean", seconds=6.0)
+    p = convert(clean, tmp_path / "clean_out")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "FAIL" not in p.stdout
+
+
+def test_inspect_prints_topics_and_a_map_that_converts_the_same(tmp_path):
+    bag = make_rosbag.write_openarm_bag(tmp_path / "b", seconds=1.0, trajectory=True)
+    p = subprocess.run([str(BIN / "dataset-convert"), "--inspect", str(bag)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "/joint_states" in p.stdout and "sensor_msgs/msg/JointState" in p.stdout and "250.0" in p.stdout
+    (tmp_path / "map.yaml").write_text(p.stdout)
+    a = convert(bag, tmp_path / "auto")
+    b = convert(bag, tmp_path / "mapped", "--map", tmp_path / "map.yaml")
+    assert a.returncode == b.returncode == 0, a.stdout + b.stdout + b.stderr
+    for rel in ("obs/arms/left/state.parquet", "action/arms/right/state.parquet"):
+        ta = pq.read_table(tmp_path / "auto/episodes/0" / rel)
+        tb = pq.read_table(tmp_path / "mapped/episodes/0" / rel)
+        assert ta.equals(tb), rel
+
+
+def _bad(tmp_path, args, expect):
+    out = tmp_path / "never"
+    p = convert(*args, out) if "--inspect" not in args else convert(*args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and expect in lines[0] and "Traceback" not in p.stderr, p.stderr
+    assert not out.exists()
+    assert not [q for q in tmp_path.iterdir() if q.name.startswith(".tmp")]
+    return lines[0]
+
+
+def test_bad_bags_and_maps_are_one_line_exit_2_and_nothing_written(tmp_path):
+    import shutil
+
+    bag = make_rosbag.write_openarm_bag(tmp_path / "b", seconds=1.0)
+    # an unknown storage plugin
+    odd = tmp_path / "odd"
+    shutil.copytree(bag, odd)
+    meta = odd / "metadata.yaml"
+    meta.write_text(meta.read_text().replace("storage_identifier: mcap", "storage_identifier: foo"))
+    _bad(tmp_path, [odd], "foo")
+    # a truncated MCAP
+    cut = tmp_path / "cut"
+    shutil.copytree(bag, cut)
+    f = next(cut.glob("*.mcap"))
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    _bad(tmp_path, [cut], str(cut))
+    # a topic in the map that the bag lacks
+    (tmp_path / "m.yaml").write_text("topics:\n  /nope: {to: obs}\n")
+    line = _bad(tmp_path, [bag, "--map", tmp_path / "m.yaml"], "topic /nope: not in the bag")
+    assert str(tmp_path / "m.yaml") in line
+    # a joint name the profile does not know
+    other = make_rosbag.write_openarm_bag(tmp_path / "other", seconds=0.5)
+    import rosbags.rosbag2  # noqa: F401 - the writer that renames is the test's own below
+    renamed = _rename_joint(other, tmp_path / "renamed", "openarm_left_joint3", "head_pan")
+    _bad(tmp_path, [renamed], "joint name 'head_pan' is not one the OpenArm profile knows")
+    # a file named like a bag that is none
+    (tmp_path / "x.mcap").write_text("hello")
+    _bad(tmp_path, [tmp_path / "x.mcap"], "cannot be read as a bag")
+
+
+def _rename_joint(src: Path, dst: Path, old: str, new: str) -> Path:
+    """A copy of the bag with one JointState name replaced (rosbags' reader and writer)."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    with AnyReader([src], default_typestore=store) as r, Writer(dst, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        conns = {c.id: w.add_connection(c.topic, c.msgtype, typestore=store) for c in r.connections}
+        for c, t, raw in r.messages():
+            if c.msgtype == "sensor_msgs/msg/JointState":
+                msg = r.deserialize(raw, c.msgtype)
+                msg.name = [new if n == old else n for n in msg.name]
+                raw = store.serialize_cdr(msg, c.msgtype)
+            w.write(conns[c.id], t, raw)
+    return dst
