@@ -97,6 +97,14 @@ def test_bag_converts_with_no_map_to_values_equal_to_the_bag_that_validate_and_o
     assert "header stamps: /camera/head/image_raw/compressed" in p.stdout
 
 
+def test_a_lone_mcap_file_converts_as_its_rosbag2_folder_does(bags, tmp_path):
+    lone = next(bags["mcap"].glob("*.mcap"))
+    a, b = convert(bags["mcap"], tmp_path / "folder"), convert(lone, tmp_path / "lone")
+    assert a.returncode == b.returncode == 0, a.stdout + b.stdout + b.stderr
+    for rel in ("obs/arms/left/state.parquet", "action/arms/right/state.parquet", "manifest.sha256"):
+        assert (tmp_path / "folder/episodes/0" / rel).read_bytes() == (tmp_path / "lone/episodes/0" / rel).read_bytes()
+
+
 def test_raw_images_in_every_encoding_become_jpeg_of_the_same_picture(tmp_path):
     from openarm_sim_dataset.core.camera import decode_jpeg
 
@@ -230,3 +238,32 @@ def _rename_joint(src: Path, dst: Path, old: str, new: str) -> Path:
                 raw = store.serialize_cdr(msg, c.msgtype)
             w.write(conns[c.id], t, raw)
     return dst
+
+
+def _peak_rss_mib(args: list[str]) -> tuple[int, float, str]:
+    """(exit code, peak RSS MiB, stdout) of a child process (its own peak, from wait4)."""
+    import os
+
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, usage.ru_maxrss / 1024, out
+
+
+@pytest.mark.slow  # three minutes of a 250 Hz arm and three 30 Hz cameras: ~130,000 messages, ~90 MB
+def test_a_long_bag_converts_and_validates_with_memory_flat_in_its_length(tmp_path):
+    cams = ("head", "wrist_left", "wrist_right")
+    short = make_rosbag.write_openarm_bag(tmp_path / "short", seconds=20.0, cameras=cams, size=(160, 120))
+    long = make_rosbag.write_openarm_bag(tmp_path / "long", seconds=180.0, cameras=cams, size=(160, 120))
+    code_s, rss_s, out_s = _peak_rss_mib([str(BIN / "dataset-convert"), str(short), str(tmp_path / "o_short"), "-q"])
+    code_l, rss_l, out_l = _peak_rss_mib([str(BIN / "dataset-convert"), str(long), str(tmp_path / "o_long"),
+                                          "--camera-format", "tar", "-q"])
+    assert code_s == 0 and code_l == 0, out_s + out_l
+    assert "valid (" in out_l and "FAIL" not in out_l, out_l
+    ds = Dataset(tmp_path / "o_long")
+    ep = ds.episodes[0]
+    assert len(ds.streams(ep, "obs")["arms/left/qpos"].timestamps) == 180 * 250
+    assert all(c.num_frames >= 180 * 30 - 2 for c in ds.load_cameras(ep).values())
+    # nine times the bag, not nine times the memory: the frames stream through to their tar
+    assert rss_l < 1.5 * rss_s + 50, (rss_s, rss_l)
