@@ -69,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "before sampling (default: none, the recorded values; openarm_dataset's default is 1.0)")
     p.add_argument("--smoothing", choices=("filtfilt", "lfilter"), default="filtfilt",
                    help="LeRobot, with --smoothing-cutoff: filtfilt (zero lag, looks ahead) or lfilter (causal)")
+    p.add_argument("--reference", metavar="STREAM", default=None,
+                   help="LeRobot: the frames are this stream's samples (cameras/<name>, or obs|action/<embodiment>/"
+                        "<component>[/<attribute>], e.g. obs/arms/right; from a ROS bag: a topic), every other stream "
+                        "and camera taken as of each frame (its latest sample, never a later one); default: the "
+                        "--fps grid. Give --fps as the reference's nominal rate")
+    p.add_argument("--max-age", type=float, default=None, metavar="S",
+                   help="LeRobot, with --reference: drop a frame where some stream's or camera's latest sample is "
+                        "more than S seconds old; the summary counts the dropped frames per episode and says where")
     p.add_argument("--train-split", type=float, default=1.0,
                    help="LeRobot: fraction of the episodes in info.json's train split, the rest val (default 1.0; "
                         "openarm_dataset's default is 0.8)")
@@ -123,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jpeg-quality applies to --format openarm only")
     if not 0.0 <= args.train_split <= 1.0:
         parser.error(f"--train-split must be between 0 and 1, not {args.train_split}")
+    if args.format in recorded_values and (args.reference is not None or args.max_age is not None):
+        parser.error("--reference and --max-age apply to the LeRobot formats only")
+    if args.max_age is not None and not 0 < args.max_age < float("inf"):
+        parser.error(f"--max-age must be a positive number of seconds, not {args.max_age:g}")
+    if args.max_age is not None and args.reference is None and not bag:
+        parser.error("--max-age applies with --reference (the frames of the --fps grid are never stale)")
 
     if bag:
         def bag_body() -> int:
@@ -163,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                                   valid_only=args.valid_only, success_only=args.success_only,
                                   exclude_knocked=args.exclude_knocked, gop=args.gop, crf=args.crf,
                                   train_split=args.train_split, smoothing_cutoff=args.smoothing_cutoff,
-                                  smoothing=args.smoothing)
+                                  smoothing=args.smoothing, reference=args.reference, max_age_s=args.max_age)
             summary = to_lerobot(ds, args.output, args.format, opts, quiet=args.quiet)
         print(summary.line())
         return 0

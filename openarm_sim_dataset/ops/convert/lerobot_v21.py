@@ -10,7 +10,8 @@ Layout::
     data/chunk-XXX/episode_XXXXXX.parquet
     videos/chunk-XXX/observation.images.<cam>/episode_XXXXXX.mp4
 
-See :mod:`.lerobot_common` for the sampling, vectors and stats.
+See :mod:`.lerobot_common` for the sampling (the fps grid, or a reference stream's frames with the
+dropped ones counted in the summary's notes), vectors and stats.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from openarm_sim_dataset.core.writer import new_dataset
 from .lerobot_common import (
     CHUNK_SIZE,
     ROBOT_TYPE,
+    DropTally,
     ImageStats,
     LeRobotOptions,
     aggregate,
@@ -66,6 +68,7 @@ def write_v21(ds: Dataset, out: Path, opts: LeRobotOptions, gr00t: bool = False,
             (tmp / "meta").mkdir()
             episodes, all_stats, used_tasks = [], [], {}
             index = 0
+            drops = DropTally(opts)
             for ep in iter_episodes(ds, opts):
                 chunk = ep.index // CHUNK_SIZE
                 data_path = tmp / DATA_PATH.format(episode_chunk=chunk, episode_index=ep.index)
@@ -86,7 +89,9 @@ def write_v21(ds: Dataset, out: Path, opts: LeRobotOptions, gr00t: bool = False,
                 index += ep.length
                 summary.episodes += 1
                 summary.frames += ep.length
+                drops.add(ep)
                 bar.update(1)
+            summary.notes += drops.notes()
             n = len(episodes)
             _jsonl(tmp / "meta/episodes.jsonl", episodes)
             _jsonl(tmp / "meta/tasks.jsonl", [{"task_index": i, "task": t} for i, t in sorted(used_tasks.items())])

@@ -13,7 +13,8 @@ Layout::
 
 In a video file, an episode's frame i is at ``from_timestamp + i / fps``; episodes follow each
 other without gaps, so ``from_timestamp`` is (frames before it in the file) / fps exactly.
-See :mod:`.lerobot_common` for the sampling, vectors and stats.
+See :mod:`.lerobot_common` for the sampling (the fps grid, or a reference stream's frames with the
+dropped ones counted in the summary's notes), vectors and stats.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from openarm_sim_dataset.core.writer import create_dataset_root, finish_dataset_
 from .lerobot_common import (
     CHUNK_SIZE,
     ROBOT_TYPE,
+    DropTally,
     ImageStats,
     LeRobotOptions,
     aggregate,
@@ -128,6 +130,7 @@ def write_v30(ds: Dataset, out: Path, opts: LeRobotOptions, quiet: bool = True,
     try:
         rows, all_stats, used_tasks = [], [], {}
         index = 0
+        drops = DropTally(opts)
         for ep in iter_episodes(ds, opts):
             chunk, file = data.add(data_table(ep, opts.fps, index))
             row = {"episode_index": ep.index, "tasks": [ep.task], "length": ep.length,
@@ -154,7 +157,9 @@ def write_v30(ds: Dataset, out: Path, opts: LeRobotOptions, quiet: bool = True,
             index += ep.length
             summary.episodes += 1
             summary.frames += ep.length
+            drops.add(ep)
             bar.update(1)
+        summary.notes += drops.notes()
         data.close()
         for vf in videos.values():
             vf.close()
