@@ -267,3 +267,33 @@ def test_a_long_bag_converts_and_validates_with_memory_flat_in_its_length(tmp_pa
     assert all(c.num_frames >= 180 * 30 - 2 for c in ds.load_cameras(ep).values())
     # nine times the bag, not nine times the memory: the frames stream through to their tar
     assert rss_l < 1.5 * rss_s + 50, (rss_s, rss_l)
+
+
+def test_lerobot_output_is_driven_by_the_reference_camera_and_loads(tmp_path):
+    """LeRobot v3.0 from a bag with a 0.5 s hole in /joint_states: one frame per head-camera message, the
+    frames whose joints are stale dropped and counted; with OPENARM_LEROBOT_PYTHON (a python where lerobot
+    0.4.x imports), LeRobot's own LeRobotDataset loads every frame equal to the files."""
+    import json
+    import os
+
+    bag = make_rosbag.write_openarm_bag(tmp_path / "b", seconds=3.0, cameras=("head", "wrist_left"),
+                                        faults=("stop:/joint_states:1.5:0.5",))
+    out = tmp_path / "lr"
+    p = convert(bag, out, "--format", "lerobot")
+    assert p.returncode == 1, p.stdout + p.stderr  # the stop is a fault of the recording; the output is kept
+    assert "FAIL topic_stops: /joint_states stops for 0.50" in p.stdout
+    info = json.loads((out / "meta/info.json").read_text())
+    assert info["codebase_version"] == "v3.0" and info["fps"] == 30
+    m = __import__("re").search(r"episode 0: (\d+) of (\d+) frames dropped: \1 obs/arms/(left|right) stale", p.stdout)
+    assert m, p.stdout
+    dropped, total = int(m[1]), int(m[2])
+    # the camera frames within the arms' span; those more than max age (two 30 Hz periods) into the hole go
+    assert 85 <= total <= 90 and 10 <= dropped <= 14 and info["total_frames"] == total - dropped
+    assert f"{out}: valid" in p.stdout
+    lerobot = os.environ.get("OPENARM_LEROBOT_PYTHON")
+    if not lerobot:
+        pytest.skip("LeRobot's own reading needs OPENARM_LEROBOT_PYTHON (a python with lerobot 0.4.x)")
+    r = subprocess.run([lerobot, str(Path(__file__).parents[1] / "tools/check_lerobot_load.py"), str(out)],
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert r.returncode == 0 and "|difference| to the parquet 0\n" in r.stdout, r.stdout + r.stderr
