@@ -18,6 +18,7 @@ PAGES = {
     "reference/checks.md": ref.checks_page,
     "reference/tasks.md": ref.tasks_page,
     "reference/robots.md": ref.robots_page,
+    "reference/rosbag.md": ref.rosbag_page,
     "reference/modules.md": ref.modules_page,
 }
 

@@ -509,3 +509,32 @@ if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "checks"
     print({"cli": cli_page, "checks": checks_page, "tasks": tasks_page, "robots": robots_page,
            "modules": modules_page}[which]())
+
+
+def rosbag_page() -> str:
+    """The ROS bag reference: the message types the converter reads and the recording faults it names,
+    both from their registries (``openarm_sim_dataset.ops.convert.rosbag``)."""
+    from openarm_sim_dataset.ops.convert.rosbag.faults import FAULTS
+    from openarm_sim_dataset.ops.convert.rosbag.messages import MESSAGES
+
+    lines = ["# ROS bags", "",
+             "Generated from the converter's registries (`openarm_sim_dataset.ops.convert.rosbag`) when the site is "
+             "built. `dataset-convert BAG OUT` reads a rosbag2 folder (MCAP or SQLite3 storage), a lone `.mcap` or "
+             "`.db3` file, or a ROS 1 `.bag` with `rosbags` (no ROS installed); how to use it is in "
+             "[Curate](../guides/curate.md#convert-a-ros-bag).", "",
+             "## Message types", "",
+             "A topic of another type is listed by `--inspect` as not mapped. `joints`: values named by joint "
+             "(through the OpenArm profile's namings, see [Robots](robots.md)); `vector`: unnamed values whose arm "
+             "and joints the map gives; `camera`: a picture. *Header*: the message carries a stamp, used unless "
+             "the map says `stamp: receive`; without one the bag's receive time is the stream's time.", "",
+             "| type | role | header | converted |", "|---|---|---|---|"]
+    for m in MESSAGES:
+        lines.append(f"| `{m.msgtype}` | {m.role} | {'yes' if m.header else 'no'} | {_cell(m.note)} |")
+    lines += ["", "## Faults of the recording", "",
+              "Every conversion checks each mapped topic's receive times and header stamps and names what the "
+              "recording session got wrong, by topic and time (seconds from the bag's first message). A check "
+              "with nothing to judge skips and says why; a fault makes `dataset-convert` exit 1 (the output is "
+              "kept).", "", "| check | fails on |", "|---|---|"]
+    for f in FAULTS:
+        lines.append(f"| `{f.name}` | {_cell(f.description)} |")
+    return "\n".join(lines) + "\n"

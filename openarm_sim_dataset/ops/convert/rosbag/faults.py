@@ -173,9 +173,9 @@ def _camera_lags(topics: list[TopicTimes], t0: int) -> Finding:
     for tt, lag in cams:
         late = (lag - ref_lag) / 1e9
         if late > LAG_S:
-            found.append(f"{tt.topic} arrives {late * 1e3:.0f} ms later after its stamp than {ref.topic} "
-                         f"(median receive - stamp {lag / 1e6:.1f} ms vs {ref_lag / 1e6:.1f} ms): aligned by "
-                         "stamps, but a consumer that goes by arrival sees it late")
+            found.append(f"{tt.topic} lags {ref.topic} by {late * 1e3:.0f} ms (median receive - stamp "
+                         f"{lag / 1e6:.1f} ms vs {ref_lag / 1e6:.1f} ms): aligned here by its stamps, but what went "
+                         "by arrival (a live policy, a receive-time converter) saw it late")
     if found:
         return Finding("camera_lags", "fail", "; ".join(found))
     return Finding("camera_lags", "pass", f"{len(cams)} cameras within {LAG_S * 1e3:.0f} ms of {ref.topic}'s "
