@@ -34,21 +34,18 @@ from .lerobot_common import (
     CHUNK_SIZE,
     ROBOT_TYPE,
     DropTally,
-    ImageStats,
     LeRobotOptions,
-    aggregate,
     camera_size,
     data_table,
     encode_frames,
-    episode_stats,
     features,
     image_key,
     iter_episodes,
-    jsonable,
     plan,
     splits,
     vector_names,
 )
+from .lerobot_stats import ImageStats, aggregate, episode_stats, jsonable
 from .video import Mp4Writer
 
 CODEBASE_VERSION = "v3.0"
