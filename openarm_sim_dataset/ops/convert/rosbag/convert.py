@@ -37,6 +37,8 @@ from .merge import Column, increasing, merge_arm
 from .messages import ImageError, message_type, stamp_ns
 
 EMBODIMENT = "arms"
+#: the folder of the output's temporary root where episodes are built, then renamed to their ids
+STAGING = ".segments"
 #: what a converted dataset's metadata says about its source
 OPERATION_TYPE = "teleop"
 
@@ -103,10 +105,15 @@ def _segment_starts(bag: Bag, topic: str | None) -> list[int] | None:
     return starts
 
 
-def _gather(bag: Bag, m: BagMap, tmp: Path, first_id: int, camera_format: str, notes: list[str]):
+def _staging(tmp: Path, seg: int) -> Path:
+    """Where a segment's episode is built before it has its id (an empty segment takes none)."""
+    return tmp / STAGING / str(seg)
+
+
+def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]):
     """One pass over the bag: per episode segment, per topic :class:`_Gathered`, camera frames written.
     Returns (segments {index: {topic: _Gathered}}, cameras {index: {name: _Camera}}, topic times for the
-    fault checks)."""
+    fault checks, how many segments began)."""
     starts = _segment_starts(bag, m.split_on)
     topics = list(m.topics)
     rows = {t: message_type(bag.topics[t].msgtype) for t in topics}
@@ -116,6 +123,7 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, first_id: int, camera_format: str, n
     all_stamp: dict[str, list[int]] = {t: [] for t in topics}
     unset: dict[str, int] = {}
     before_first = 0
+    stale: dict[str, int] = {}
     bad_images: dict[str, tuple[int, str]] = {}
     for topic, recv, msg in bag.messages(topics):
         tm: TopicMap = m.topics[topic]
@@ -140,9 +148,10 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, first_id: int, camera_format: str, n
             cams = cameras.setdefault(seg, {})
             cam = cams.get(tm.name)
             if cam is None:
-                cam = cams[tm.name] = _Camera(layout.episode_dir(tmp, str(first_id + seg)), tm.name, camera_format)
+                cam = cams[tm.name] = _Camera(_staging(tmp, seg), tm.name, camera_format)
             if cam.last is not None and t <= cam.last:
-                continue  # counted by the fault check (stamps_backwards) over all_stamp
+                stale[topic] = stale.get(topic, 0) + 1  # the fault check names where (stamps_backwards)
+                continue
             try:
                 data = row.decode(msg)
             except ImageError as e:
@@ -175,12 +184,14 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, first_id: int, camera_format: str, n
         notes.append(f"{before_first} messages before the first {m.split_on} message: not in an episode")
     for topic, n in unset.items():
         notes.append(f"{topic}: {n} messages with an unset header stamp took their receive time")
+    for topic, n in stale.items():
+        notes.append(f"{topic}: {n} frames whose time was not after the one before dropped")
     for topic, (n, first) in bad_images.items():
         notes.append(f"{topic}: {n} images not stored ({first})")
     times = [TopicTimes(t, m.topics[t].to, np.asarray(all_recv[t], np.int64),
                         np.asarray(all_stamp[t], np.int64) if m.topics[t].stamp == "header" and rows[t].header else None)
              for t in topics if all_recv[t]]
-    return segments, cameras, times
+    return segments, cameras, times, 1 if starts is None else len(starts)
 
 
 def _columns(bag: Bag, m: BagMap, gathered: dict[str, _Gathered], notes: list[str]):
@@ -249,7 +260,8 @@ def _trim(cam: _Camera, lo: int, hi: int) -> int:
     return int(out.sum())
 
 
-def _write_episode(ep_dir: Path, bag: Bag, m: BagMap, gathered, cams, notes: list[str], freqs: dict) -> int:
+def _write_episode(ep_dir: Path, ep_id: str, bag: Bag, m: BagMap, gathered, cams, notes: list[str],
+                   freqs: dict) -> int:
     """Write one episode's streams and trim its cameras (written already) to the streams' common span;
     returns its number of stream rows."""
     rows = 0
@@ -278,7 +290,7 @@ def _write_episode(ep_dir: Path, bag: Bag, m: BagMap, gathered, cams, notes: lis
         if spans:
             gone = _trim(cam, max(a for a, _ in spans), min(b for _, b in spans))
             if gone:
-                notes.append(f"episode {ep_dir.name} camera {name}: {gone} frames outside the arm streams' common "
+                notes.append(f"episode {ep_id} camera {name}: {gone} frames outside the arm streams' common "
                              "span left out")
         rate = _rate(np.asarray(cam.stamps, np.int64))
         if rate is not None:
@@ -323,30 +335,33 @@ def bag_to_openarm(source: str | os.PathLike, out: str | os.PathLike, map_file: 
                     m.split_on = split_on
                 first_map = first_map or m
                 notes = _stamp_notes(bag, m)
-                segments, cams, times = _gather(bag, m, tmp, len(episodes), camera_format, notes)
+                segments, cams, times, segments_begun = _gather(bag, m, tmp, camera_format, notes)
                 ids = []
-                for seg in sorted(set(segments) | set(cams)):
-                    ep_id = str(len(episodes) + seg)
-                    ep_dir = layout.episode_dir(tmp, ep_id)
-                    ep_dir.mkdir(parents=True, exist_ok=True)
-                    rows = _write_episode(ep_dir, bag, m, segments.get(seg, {}), cams.get(seg, {}), notes, freqs)
+                for seg in sorted(set(segments) | set(cams)):  # an empty segment (markers back to back) takes no id
+                    ep_id = str(len(episodes) + len(ids))
+                    staged = _staging(tmp, seg)
+                    staged.mkdir(parents=True, exist_ok=True)
+                    rows = _write_episode(staged, ep_id, bag, m, segments.get(seg, {}), cams.get(seg, {}), notes, freqs)
                     frames = sum(len(c.stamps) for c in cams.get(seg, {}).values())
                     if not rows and not frames:
                         raise BagError(bag.path, f"episode {ep_id}: no stream and no camera frame to store")
+                    ep_dir = layout.episode_dir(tmp, ep_id)
+                    ep_dir.parent.mkdir(parents=True, exist_ok=True)
+                    staged.rename(ep_dir)
                     manifest.write(ep_dir)
                     camera_names.update(cams.get(seg, {}))
                     sides.update(p.name for k in layout.KINDS for p in (ep_dir / k / EMBODIMENT).glob("*") if p.is_dir())
                     ids.append(ep_id)
                     summary.frames += frames
-                # ids are contiguous: an empty segment (markers back to back) still takes its number
-                ids_all = [str(len(episodes) + s) for s in range(max([*segments, *cams], default=-1) + 1)]
-                missing = sorted(set(ids_all) - set(ids), key=int)
-                for ep_id in missing:
-                    raise BagError(bag.path, f"episode {ep_id} (between two {m.split_on} messages) holds no message")
+                if m.split_on is not None and len(ids) < segments_begun:
+                    notes.append(f"{segments_begun - len(ids)} {m.split_on} messages began an episode with no "
+                                 "message: none made")
                 for ep_id in ids:
                     episodes.append({"id": ep_id, "success": None, "task_index": 0})
                 t0 = bag.start_ns or 0
                 reports.append(BagReport(bag.path, ids, find_faults(times, t0), notes))
+        if (tmp / STAGING).exists():
+            (tmp / STAGING).rmdir()
         summary.episodes = len(episodes)
         meta = {
             "version": "0.4.0",
