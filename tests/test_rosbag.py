@@ -332,3 +332,16 @@ def test_control_msgs_gripper_commands_map_to_the_gripper_action(tmp_path):
     times = np.array([t for t, _ in sent])
     i = np.searchsorted(times, a.timestamps, side="right") - 1
     np.testing.assert_array_equal(a.values[:, 7], np.array([sent[k][1] for k in i], np.float32))
+
+
+def test_without_the_extra_the_error_names_the_pip_install(tmp_path, monkeypatch):
+    from openarm_sim_dataset.ops.convert.rosbag import bag as bag_module
+
+    monkeypatch.setattr(bag_module, "_MISSING", ImportError("No module named 'rosbags'"))
+    with pytest.raises(ImportError, match=r"pip install 'openarm-sim-dataset\[rosbag\]'"):
+        bag_module.Bag(tmp_path)
+    # the package, the converter's modules and bag detection import without it
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['rosbags'] = None\n"
+                        "import openarm_sim_dataset.ops.convert.rosbag as r, openarm_sim_dataset.cli.convert\n"
+                        f"print(r.is_bag({str(tmp_path)!r}))"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "False", p.stderr
