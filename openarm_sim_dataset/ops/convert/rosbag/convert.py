@@ -171,13 +171,15 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
                 raise BagError(bag.path, f"topic {topic}: the joint names change at {(recv - (bag.start_ns or 0)) / 1e9:.3f} s "
                                          f"({len(g.names)} names before, {len(value.names)} now): map such a topic by hand")
             for attribute, v in value.values.items():
-                g.rows.setdefault(attribute, []).append(v)
+                # a compact float32 copy: the decoded array is a view that keeps the whole message alive
+                # (the stored values are float32 anyway)
+                g.rows.setdefault(attribute, []).append(np.array(v, np.float32))
         else:
             if len(value) != len(tm.joints):
                 raise BagError(bag.path, f"topic {topic}: a message of {len(value)} values at "
                                          f"{(recv - (bag.start_ns or 0)) / 1e9:.3f} s for the map's {len(tm.joints)} joints "
                                          f"({', '.join(tm.joints)})")
-            g.rows.setdefault("qpos", []).append(value)
+            g.rows.setdefault("qpos", []).append(np.array(value, np.float32))
         g.times.append(t)
         g.receive.append(recv)
     if before_first:
