@@ -532,6 +532,11 @@ class FrameWriter:
         self.bytes += len(data)
         return out
 
+    @property
+    def stamps(self) -> np.ndarray:
+        """The stamps (int64 ns) of the frames written and kept, in order (a copy)."""
+        return np.array(self._stamps, dtype=np.int64)
+
     def trim(self, lo_ns: int, hi_ns: int) -> int:
         """Remove the frames stamped before ``lo_ns`` or after ``hi_ns`` (before :meth:`close`); returns
         how many. Trailing tar members are cut off in place; leading ones make the archive be copied

@@ -16,9 +16,9 @@ folder and renamed into place: a failure leaves nothing.
 from __future__ import annotations
 
 import os
-import tarfile
+from array import array
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,14 +43,34 @@ STAGING = ".segments"
 OPERATION_TYPE = "teleop"
 
 
-@dataclass
 class _Gathered:
-    """One topic's messages in one episode: times (the map's choice) and receive ns, and values."""
+    """One topic's messages in one episode: times (the map's choice), receive ns, and values per
+    attribute, each in one growing buffer (int64, float32: the width of the stored values) rather than an
+    object per message, so an episode's numbers take the bytes they are."""
 
-    times: list[int] = field(default_factory=list)
-    receive: list[int] = field(default_factory=list)
-    rows: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    names: tuple[str, ...] | None = None
+    def __init__(self):
+        self.times = array("q")
+        self.receive = array("q")
+        self.rows: dict[str, array] = {}
+        self.counts: dict[str, int] = {}
+        self.width: dict[str, int] = {}
+        self.names: tuple[str, ...] | None = None
+
+    def add(self, t: int, recv: int, values: dict[str, np.ndarray]) -> None:
+        self.times.append(t)
+        self.receive.append(recv)
+        for attribute, v in values.items():
+            v = np.asarray(v, np.float32)
+            if self.width.setdefault(attribute, v.size) != v.size:
+                continue  # a width that changes leaves the attribute with fewer rows than times: not kept
+            self.rows.setdefault(attribute, array("f")).frombytes(v.tobytes())
+            self.counts[attribute] = self.counts.get(attribute, 0) + 1
+
+    def values(self) -> dict[str, np.ndarray]:
+        """(messages, width) float32 per attribute that every message gave."""
+        n = len(self.times)
+        return {a: np.frombuffer(buf, np.float32).reshape(n, self.width[a])
+                for a, buf in self.rows.items() if self.counts[a] == n}
 
 
 @dataclass
@@ -79,11 +99,10 @@ class _Camera:
         path = base / name if camera_format == "dir" else base / (name + layout.TAR_SUFFIX)
         self.writer = FrameWriter(path, camera_format)
         self.last: int | None = None
-        self.stamps: list[int] = []
 
-    def close(self) -> None:
-        if hasattr(self.writer, "close"):
-            self.writer.close()
+    @property
+    def stamps(self) -> np.ndarray:
+        return self.writer.stamps
 
 
 def bag_map(bag: Bag, map_file: str | os.PathLike | None) -> BagMap:
@@ -119,8 +138,8 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
     rows = {t: message_type(bag.topics[t].msgtype) for t in topics}
     segments: dict[int, dict[str, _Gathered]] = {}
     cameras: dict[int, dict[str, _Camera]] = {}
-    all_recv: dict[str, list[int]] = {t: [] for t in topics}
-    all_stamp: dict[str, list[int]] = {t: [] for t in topics}
+    all_recv = {t: array("q") for t in topics}
+    all_stamp = {t: array("q") for t in topics}
     unset: dict[str, int] = {}
     before_first = 0
     stale: dict[str, int] = {}
@@ -160,7 +179,6 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
                 continue
             cam.writer.write(t, data)
             cam.last = t
-            cam.stamps.append(t)
             continue
         g = segments.setdefault(seg, {}).setdefault(topic, _Gathered())
         value = row.decode(msg)
@@ -170,18 +188,13 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
             elif value.names != g.names:
                 raise BagError(bag.path, f"topic {topic}: the joint names change at {(recv - (bag.start_ns or 0)) / 1e9:.3f} s "
                                          f"({len(g.names)} names before, {len(value.names)} now): map such a topic by hand")
-            for attribute, v in value.values.items():
-                # a compact float32 copy: the decoded array is a view that keeps the whole message alive
-                # (the stored values are float32 anyway)
-                g.rows.setdefault(attribute, []).append(np.array(v, np.float32))
+            g.add(t, recv, value.values)
         else:
             if len(value) != len(tm.joints):
                 raise BagError(bag.path, f"topic {topic}: a message of {len(value)} values at "
                                          f"{(recv - (bag.start_ns or 0)) / 1e9:.3f} s for the map's {len(tm.joints)} joints "
                                          f"({', '.join(tm.joints)})")
-            g.rows.setdefault("qpos", []).append(np.array(value, np.float32))
-        g.times.append(t)
-        g.receive.append(recv)
+            g.add(t, recv, {"qpos": value})
     if before_first:
         notes.append(f"{before_first} messages before the first {m.split_on} message: not in an episode")
     for topic, n in unset.items():
@@ -190,8 +203,8 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
         notes.append(f"{topic}: {n} frames whose time was not after the one before dropped")
     for topic, (n, first) in bad_images.items():
         notes.append(f"{topic}: {n} images not stored ({first})")
-    times = [TopicTimes(t, m.topics[t].to, np.asarray(all_recv[t], np.int64),
-                        np.asarray(all_stamp[t], np.int64) if m.topics[t].stamp == "header" and rows[t].header else None)
+    times = [TopicTimes(t, m.topics[t].to, np.frombuffer(all_recv[t], np.int64),
+                        np.frombuffer(all_stamp[t], np.int64) if m.topics[t].stamp == "header" and rows[t].header else None)
              for t in topics if all_recv[t]]
     return segments, cameras, times, 1 if starts is None else len(starts)
 
@@ -203,13 +216,13 @@ def _columns(bag: Bag, m: BagMap, gathered: dict[str, _Gathered], notes: list[st
     origin: dict[tuple[str, str, str], str] = {}
     for topic, g in gathered.items():
         tm = m.topics[topic]
-        times = np.asarray(g.times, np.int64)
+        times = np.frombuffer(g.times, np.int64)
         keep = increasing(times)
         dropped = int(len(times) - keep.sum())
         if dropped:
             notes.append(f"{topic}: {dropped} messages whose time was not after the one before dropped")
         times = times[keep]
-        values = {a: np.asarray(v, np.float64)[keep] for a, v in g.rows.items() if len(v) == len(keep)}
+        values = g.values() if not dropped else {a: v[keep] for a, v in g.values().items()}
         if tm.arm is not None:
             picks = [(i, tm.arm, j) for i, j in enumerate(tm.joints)]
         else:
@@ -235,31 +248,6 @@ def _rate(times: np.ndarray) -> float | None:
     d = np.diff(times)
     d = d[d > 0]
     return round(1e9 / float(np.median(d)), 1) if d.size else None
-
-
-def _trim(cam: _Camera, lo: int, hi: int) -> int:
-    """Keep only the frames stamped within [lo, hi] (the arms' common span, as the validator's
-    camera_span wants them); returns how many went. A tar is written again without them."""
-    stamps = np.asarray(cam.stamps, np.int64)
-    out = (stamps < lo) | (stamps > hi)
-    if not out.any():
-        return 0
-    path = cam.writer.path
-    if cam.writer.format == "dir":
-        for t in stamps[out]:
-            (path / layout.frame_name(int(t))).unlink()
-    else:
-        old = path.with_name(path.name + ".untrimmed")
-        path.rename(old)
-        w = FrameWriter(path, "tar")
-        with tarfile.open(old) as tar:
-            for member, t, gone in zip(tar, stamps, out):
-                if not gone:
-                    w.write(int(t), tar.extractfile(member).read())
-        w.close()
-        old.unlink()
-    cam.stamps = [int(t) for t in stamps[~out]]
-    return int(out.sum())
 
 
 def _write_episode(ep_dir: Path, ep_id: str, bag: Bag, m: BagMap, gathered, cams, notes: list[str],
@@ -288,13 +276,14 @@ def _write_episode(ep_dir: Path, ep_id: str, bag: Bag, m: BagMap, gathered, cams
         if rate is not None:
             freqs.setdefault(kind, {}).setdefault(EMBODIMENT, {}).setdefault(side, rate)
     for name, cam in cams.items():
-        cam.close()
         if spans:
-            gone = _trim(cam, max(a for a, _ in spans), min(b for _, b in spans))
+            # the arms' common span, as the validator's camera_span wants the frames
+            gone = cam.writer.trim(max(a for a, _ in spans), min(b for _, b in spans))
             if gone:
                 notes.append(f"episode {ep_id} camera {name}: {gone} frames outside the arm streams' common "
                              "span left out")
-        rate = _rate(np.asarray(cam.stamps, np.int64))
+        cam.writer.close()
+        rate = _rate(cam.stamps)
         if rate is not None:
             freqs.setdefault("cameras", {}).setdefault(name, rate)
     return rows

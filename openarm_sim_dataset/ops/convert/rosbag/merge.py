@@ -58,5 +58,5 @@ def merge_arm(columns: dict[str, Column], primary: str | None = None) -> Merged 
     idx = [np.arange(len(times)) if c.times is times else np.searchsorted(c.times, times, side="right") - 1
            for c in cols]
     start = int(max(np.searchsorted(times, c.times[0]) for c in cols)) if len(times) else 0
-    out = {a: np.stack([c.values[a][i[start:]] for c, i in zip(cols, idx)], axis=1).astype(np.float32) for a in attrs}
+    out = {a: np.stack([c.values[a][i[start:]] for c, i in zip(cols, idx)], axis=1).astype(np.float32, copy=False) for a in attrs}
     return Merged(times[start:].astype(np.int64), out, start)
