@@ -274,3 +274,23 @@ def test_tray_green_rollout_turning_from_a_plain_view_passes_joint_timing(tmp_pa
     row = _row(tmp_path / "rollouts", "camera_joint_timing")
     assert row.passed and not row.skipped and not row.warned, row.detail
     assert "wrist_left lag" in row.detail, row.detail
+
+
+def test_thumbnail_distances_in_blocks_equal_the_whole_episodes(monkeypatch):
+    """A long episode's distances are computed a block of frames at a time (bounded memory): every figure,
+    NaN included (a frame that did not decode, a cell of one), equals the one-pass computation's, at
+    block edges too."""
+    rng = np.random.default_rng(3)
+    thumbs = (rng.random((23, cameras.THUMB_H, cameras.THUMB_W)) * 255).astype(np.float32)
+    thumbs[5, 2, 3] = np.nan
+    thumbs[14] = np.nan
+    whole = cameras.thumb_distances(thumbs)
+    for block in (1, 2, 7, 21, 22):
+        monkeypatch.setattr(cameras, "DISTANCE_BLOCK", block)
+        for n in (3, 8, 23):
+            d1, d2 = cameras.thumb_distances(thumbs[:n])
+            assert np.array_equal(d1, whole[0][: n - 1], equal_nan=True), (block, n)
+            assert np.array_equal(d2, whole[1][: n - 2], equal_nan=True), (block, n)
+    flat = thumbs.reshape(23, -1).astype(np.float64)
+    assert np.array_equal(whole[0], cameras._mean_abs(flat[1:], flat[:-1]), equal_nan=True)
+    assert np.isnan(whole[0][13]) and np.isnan(whole[1][12]) and np.isfinite(whole[0][5])

@@ -308,12 +308,25 @@ def _mean_abs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(n > 0, np.nansum(d, axis=1) / np.maximum(n, 1), np.nan)
 
 
+#: frames whose thumbnail distances are computed at once (:func:`thumb_distances`)
+DISTANCE_BLOCK = 4096
+
+
 def thumb_distances(thumbs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(to the next frame (n-1,), to the frame after next (n-2,)): mean |difference| of consecutive
     thumbnails and of thumbnails two apart, grey levels (NaN where a frame did not decode)."""
-    flat = thumbs.reshape(len(thumbs), -1).astype(np.float64)
-    d1 = _mean_abs(flat[1:], flat[:-1]) if len(flat) > 1 else np.zeros(0)
-    d2 = _mean_abs(flat[2:], flat[:-2]) if len(flat) > 2 else np.zeros(0)
+    n = len(thumbs)
+    flat = thumbs.reshape(n, -1)
+    d1, d2 = np.empty(max(n - 1, 0)), np.empty(max(n - 2, 0))
+    # in blocks of frames: the float64 temporaries stay a block's size however long the episode (each
+    # row's figure is computed alone, so the blocks change no bit of it)
+    for i in range(0, n, DISTANCE_BLOCK):
+        block = flat[i : i + DISTANCE_BLOCK + 2].astype(np.float64)
+        k1, k2 = min(DISTANCE_BLOCK, n - 1 - i), min(DISTANCE_BLOCK, n - 2 - i)
+        if k1 > 0:
+            d1[i : i + k1] = _mean_abs(block[1 : k1 + 1], block[:k1])
+        if k2 > 0:
+            d2[i : i + k2] = _mean_abs(block[2 : k2 + 2], block[:k2])
     return d1, d2
 
 
