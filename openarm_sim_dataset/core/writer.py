@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 from . import layout, manifest
 from .atomic import TMP_PREFIX, commit_dir, remove_stale_tmp, remove_tree, tmp_name
-from .camera import write_camera_dir, write_camera_tar
 from .errors import OutputExistsError
+from .frame_writer import write_camera_dir, write_camera_tar
 from .journal import close_log, episode_log  # noqa: F401 - close_log: part of the writer's protocol
 from .metadata import Metadata
 from .streams import legacy_value_table, state_table

@@ -36,8 +36,8 @@ import numpy as np
 
 from openarm_sim_dataset.core import layout
 from openarm_sim_dataset.core.atomic import remove_tree
-from openarm_sim_dataset.core.camera import FrameWriter
 from openarm_sim_dataset.core.errors import DatasetError
+from openarm_sim_dataset.core.frame_writer import FrameWriter
 from openarm_sim_dataset.core.frequencies import RateMeter, dataset_frequencies, flatten, measured_rates, nest
 from openarm_sim_dataset.core.metadata import Metadata
 from openarm_sim_dataset.core.writer import StreamWriter, begin_episode, close_log, finish_episode, remove_uncommitted
