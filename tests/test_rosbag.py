@@ -243,34 +243,78 @@ def _rename_joint(src: Path, dst: Path, old: str, new: str) -> Path:
     return dst
 
 
-def _peak_rss_mib(args: list[str]) -> tuple[int, float, str]:
-    """(exit code, peak RSS MiB, stdout) of a child process (its own peak, from wait4)."""
-    import os
-
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, usage.ru_maxrss / 1024, out
+#: a conversion in a fresh interpreter that prints its own peak RSS (VmHWM, MiB): a child's ru_maxrss
+#: can carry its parent's resident set from before the exec
+_CONVERT_PEAK = ("import sys\n"
+                 "from openarm_sim_dataset.ops.convert.rosbag.convert import bag_to_openarm\n"
+                 "bag_to_openarm(sys.argv[1], sys.argv[2], camera_format='tar')\n"
+                 "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024)\n")
 
 
-@pytest.mark.slow  # three minutes of a 250 Hz arm and three 30 Hz cameras: ~130,000 messages, ~90 MB
-def test_a_long_bag_converts_and_validates_with_its_frames_streamed_not_held(tmp_path):
+def _conversion_peak_mib(bag: Path, out: Path) -> float:
+    r = subprocess.run([sys.executable, "-c", _CONVERT_PEAK, str(bag), str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return float(r.stdout.split()[-1])
+
+
+@pytest.mark.slow  # 3.5 minutes of a 250 Hz arm and three 30 Hz cameras: ~155,000 messages, ~105 MB
+def test_a_long_bag_converts_with_memory_flat_in_its_length_and_validates(tmp_path):
+    """Three times the bag, not more memory: frames stream to their tar, values to scratch files, and an
+    arm's rows are merged and written a chunk at a time (16,384 rows, 65 s at 250 Hz: both bags are longer,
+    so the Parquet writer's buffers are full-sized in both); only the messages' times are held (8-24 bytes
+    each: ~2.5 MiB for the 140 s more). Each arm merged and written whole, as before, gave +22 MiB."""
     cams = ("head", "wrist_left", "wrist_right")
-    short = make_rosbag.write_openarm_bag(tmp_path / "short", seconds=20.0, cameras=cams, size=(160, 120))
-    long = make_rosbag.write_openarm_bag(tmp_path / "long", seconds=180.0, cameras=cams, size=(160, 120))
-    code_s, rss_s, out_s = _peak_rss_mib([str(BIN / "dataset-convert"), str(short), str(tmp_path / "o_short"), "-q"])
-    code_l, rss_l, out_l = _peak_rss_mib([str(BIN / "dataset-convert"), str(long), str(tmp_path / "o_long"),
-                                          "--camera-format", "tar", "-q"])
-    assert code_s == 0 and code_l == 0, out_s + out_l
-    assert "valid (" in out_l and "FAIL" not in out_l, out_l
+    short = make_rosbag.write_openarm_bag(tmp_path / "short", seconds=70.0, cameras=cams, size=(160, 120))
+    long = make_rosbag.write_openarm_bag(tmp_path / "long", seconds=210.0, cameras=cams, size=(160, 120))
+    rss_s = _conversion_peak_mib(short, tmp_path / "o_short")
+    rss_l = _conversion_peak_mib(long, tmp_path / "o_long")
+    assert rss_l < rss_s + 15, (rss_s, rss_l)
+    out = subprocess.run([str(BIN / "dataset-validate"), str(tmp_path / "o_long")], capture_output=True, text=True)
+    assert out.returncode == 0 and "valid (" in out.stdout and "FAIL" not in out.stdout, out.stdout + out.stderr
     ds = Dataset(tmp_path / "o_long")
     ep = ds.episodes[0]
-    assert len(ds.streams(ep, "obs")["arms/left/qpos"].timestamps) == 180 * 250
-    assert all(c.num_frames >= 180 * 30 - 2 for c in ds.load_cameras(ep).values())
-    # nine times the bag, not nine times the memory: the frames stream through to their tar (the numbers
-    # are held to the episode's end, at their stored size: a few MiB per minute of bag)
-    assert rss_l < 1.5 * rss_s + 50, (rss_s, rss_l)
+    assert len(ds.streams(ep, "obs")["arms/left/qpos"].timestamps) == 210 * 250
+    assert all(c.num_frames >= 210 * 30 - 2 for c in ds.load_cameras(ep).values())
+
+
+def test_values_through_scratch_files_and_chunks_equal_the_whole_merge(tmp_path, monkeypatch):
+    """An arm merged 7 rows at a time from value files appended 100 bytes at a time (a JointState topic at
+    1 kHz with a stamp that goes back, forward-controller and gripper commands at their own rates) stores
+    the very rows one whole merge stores, a row group per chunk."""
+    import pyarrow.parquet as pq
+
+    from openarm_sim_dataset.ops.convert.rosbag import merge, values
+    from openarm_sim_dataset.ops.convert.rosbag.convert import bag_to_openarm
+
+    bag = make_rosbag.write_openarm_bag(tmp_path / "bag", seconds=1.5, joint_hz=1000.0, cameras=(),
+                                        faults=("backwards:/joint_states:0.7:3", "stop:/left_gripper_controller/commands:0:0.2"))
+    bag_to_openarm(bag, tmp_path / "whole")
+    monkeypatch.setattr(merge, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(values, "BLOCK_BYTES", 100)
+    bag_to_openarm(bag, tmp_path / "chunked")
+    files = sorted(p.relative_to(tmp_path / "whole") for p in (tmp_path / "whole").rglob("*.parquet"))
+    assert len(files) == 4 and files == sorted(p.relative_to(tmp_path / "chunked")
+                                               for p in (tmp_path / "chunked").rglob("*.parquet"))
+    for f in files:
+        whole, chunked = pq.read_table(tmp_path / "whole" / f), pq.read_table(tmp_path / "chunked" / f)
+        assert chunked.equals(whole), f
+        assert pq.ParquetFile(tmp_path / "whole" / f).metadata.num_row_groups == 1
+        assert pq.ParquetFile(tmp_path / "chunked" / f).metadata.num_row_groups == -(-len(whole) // 7)
+    assert not list((tmp_path / "chunked").glob(".*")), "scratch left in the output"
+    # and they are the bag's: the left arm's command rows are its forward controller's messages, the
+    # gripper (whose first 0.2 s are missing: those rows left out) as of each
+    from openarm_sim_dataset.ops.convert.rosbag.bag import Bag
+
+    with Bag(bag) as b:
+        arm = {t: np.asarray(m.data, np.float32) for _, t, m in b.messages(["/left_forward_position_controller/commands"])}
+        grip = sorted((t, np.float32(m.data[0])) for _, t, m in b.messages(["/left_gripper_controller/commands"]))
+    rows = pq.read_table(tmp_path / "chunked" / "episodes" / "0" / "action" / "arms" / "left" / "state.parquet")
+    times = rows.column("timestamp").cast("int64").to_numpy()
+    qpos = np.stack(rows.column("qpos").to_numpy(zero_copy_only=False))
+    grip_t = np.array([t for t, _ in grip])
+    assert len(times) == len(arm) - int((np.array(sorted(arm)) < grip_t[0]).sum()) > 0
+    assert all(np.array_equal(qpos[i, :7], arm[int(t)]) for i, t in enumerate(times))
+    assert np.array_equal(qpos[:, 7], np.array([v for _, v in grip])[np.searchsorted(grip_t, times, "right") - 1])
 
 
 def test_lerobot_output_is_driven_by_the_reference_camera_and_loads(tmp_path):

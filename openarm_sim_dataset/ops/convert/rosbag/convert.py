@@ -1,8 +1,9 @@
 """A bag (or a folder of bags) to an OpenArm 0.4.0 dataset, in one pass over each bag.
 
-Each mapped topic's messages are read once, in receive order. Joint and command values are gathered per
-episode (numbers: small beside the pictures); camera frames go straight to their episode's folder or tar as
-they come, so a bag larger than memory streams through. Each stream keeps its own rate (no resampling):
+Each mapped topic's messages are read once, in receive order. Joint and command values go to scratch files
+as they come (:mod:`.values`; only their times stay in memory) and camera frames straight to their
+episode's folder or tar, so a bag larger than memory streams through; an arm's rows are then merged and
+written a chunk at a time. Each stream keeps its own rate (no resampling):
 an arm's rows are its messages' times, or, where its joints come from several topics, every time one of
 them changed (:mod:`.merge`). A stream's time is its header stamp where the map says ``header`` (a message
 with an unset stamp falls back to its receive time, counted), else the bag's receive time; the summary says
@@ -16,6 +17,7 @@ folder and renamed into place: a failure leaves nothing.
 from __future__ import annotations
 
 import os
+import shutil
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from openarm_sim_dataset.core import layout, manifest
-from openarm_sim_dataset.core.camera import FrameWriter
+from openarm_sim_dataset.core.frame_writer import FrameWriter
 from openarm_sim_dataset.core.metadata import Metadata
 from openarm_sim_dataset.core.report import Summary
 from openarm_sim_dataset.core.writer import CAMERA_FORMATS, new_dataset, stream_path, stream_table
@@ -33,44 +35,17 @@ from openarm_sim_dataset.core.writer import CAMERA_FORMATS, new_dataset, stream_
 from .bag import Bag, BagError, bag_paths
 from .faults import Finding, TopicTimes, find_faults
 from .mapping import BagMap, TopicMap, auto_map, load_map, resolve_joints
-from .merge import Column, increasing, merge_arm
+from .merge import Column, merge_arm
 from .messages import ImageError, message_type, stamp_ns
+from .values import TopicValues
 
 EMBODIMENT = "arms"
 #: the folder of the output's temporary root where episodes are built, then renamed to their ids
 STAGING = ".segments"
+#: the folder of the output's temporary root where the episodes' values wait for the merge
+SCRATCH = ".values"
 #: what a converted dataset's metadata says about its source
 OPERATION_TYPE = "teleop"
-
-
-class _Gathered:
-    """One topic's messages in one episode: times (the map's choice), receive ns, and values per
-    attribute, each in one growing buffer (int64, float32: the width of the stored values) rather than an
-    object per message, so an episode's numbers take the bytes they are."""
-
-    def __init__(self):
-        self.times = array("q")
-        self.receive = array("q")
-        self.rows: dict[str, array] = {}
-        self.counts: dict[str, int] = {}
-        self.width: dict[str, int] = {}
-        self.names: tuple[str, ...] | None = None
-
-    def add(self, t: int, recv: int, values: dict[str, np.ndarray]) -> None:
-        self.times.append(t)
-        self.receive.append(recv)
-        for attribute, v in values.items():
-            v = np.asarray(v, np.float32)
-            if self.width.setdefault(attribute, v.size) != v.size:
-                continue  # a width that changes leaves the attribute with fewer rows than times: not kept
-            self.rows.setdefault(attribute, array("f")).frombytes(v.tobytes())
-            self.counts[attribute] = self.counts.get(attribute, 0) + 1
-
-    def values(self) -> dict[str, np.ndarray]:
-        """(messages, width) float32 per attribute that every message gave."""
-        n = len(self.times)
-        return {a: np.frombuffer(buf, np.float32).reshape(n, self.width[a])
-                for a, buf in self.rows.items() if self.counts[a] == n}
 
 
 @dataclass
@@ -130,13 +105,13 @@ def _staging(tmp: Path, seg: int) -> Path:
 
 
 def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]):
-    """One pass over the bag: per episode segment, per topic :class:`_Gathered`, camera frames written.
-    Returns (segments {index: {topic: _Gathered}}, cameras {index: {name: _Camera}}, topic times for the
+    """One pass over the bag: per episode segment, per topic :class:`.values.TopicValues`, camera frames
+    written. Returns (segments {index: {topic: TopicValues}}, cameras {index: {name: _Camera}}, topic times for the
     fault checks, how many segments began)."""
     starts = _segment_starts(bag, m.split_on)
     topics = list(m.topics)
     rows = {t: message_type(bag.topics[t].msgtype) for t in topics}
-    segments: dict[int, dict[str, _Gathered]] = {}
+    segments: dict[int, dict[str, TopicValues]] = {}
     cameras: dict[int, dict[str, _Camera]] = {}
     all_recv = {t: array("q") for t in topics}
     all_stamp = {t: array("q") for t in topics}
@@ -180,7 +155,9 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
             cam.writer.write(t, data)
             cam.last = t
             continue
-        g = segments.setdefault(seg, {}).setdefault(topic, _Gathered())
+        g = segments.setdefault(seg, {}).get(topic)
+        if g is None:
+            g = segments[seg][topic] = TopicValues(tmp / SCRATCH / str(seg) / str(topics.index(topic)))
         value = row.decode(msg)
         if row.role == "joints":
             if g.names is None:
@@ -188,13 +165,13 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
             elif value.names != g.names:
                 raise BagError(bag.path, f"topic {topic}: the joint names change at {(recv - (bag.start_ns or 0)) / 1e9:.3f} s "
                                          f"({len(g.names)} names before, {len(value.names)} now): map such a topic by hand")
-            g.add(t, recv, value.values)
+            g.add(t, value.values)
         else:
             if len(value) != len(tm.joints):
                 raise BagError(bag.path, f"topic {topic}: a message of {len(value)} values at "
                                          f"{(recv - (bag.start_ns or 0)) / 1e9:.3f} s for the map's {len(tm.joints)} joints "
                                          f"({', '.join(tm.joints)})")
-            g.add(t, recv, {"qpos": value})
+            g.add(t, {"qpos": value})
     if before_first:
         notes.append(f"{before_first} messages before the first {m.split_on} message: not in an episode")
     for topic, n in unset.items():
@@ -206,23 +183,21 @@ def _gather(bag: Bag, m: BagMap, tmp: Path, camera_format: str, notes: list[str]
     times = [TopicTimes(t, m.topics[t].to, np.frombuffer(all_recv[t], np.int64),
                         np.frombuffer(all_stamp[t], np.int64) if m.topics[t].stamp == "header" and rows[t].header else None)
              for t in topics if all_recv[t]]
+    for gathered in segments.values():
+        for g in gathered.values():
+            g.finish()
     return segments, cameras, times, 1 if starts is None else len(starts)
 
 
-def _columns(bag: Bag, m: BagMap, gathered: dict[str, _Gathered], notes: list[str]):
+def _columns(bag: Bag, m: BagMap, gathered: dict[str, TopicValues], notes: list[str]):
     """({(kind, side): {joint: Column}}, {(kind, side): a joint of the topic giving most of them}) of one
     episode; a joint that two topics give is a BagError."""
     out: dict[tuple[str, str], dict[str, Column]] = {}
     origin: dict[tuple[str, str, str], str] = {}
     for topic, g in gathered.items():
         tm = m.topics[topic]
-        times = np.frombuffer(g.times, np.int64)
-        keep = increasing(times)
-        dropped = int(len(times) - keep.sum())
-        if dropped:
-            notes.append(f"{topic}: {dropped} messages whose time was not after the one before dropped")
-        times = times[keep]
-        values = g.values() if not dropped else {a: v[keep] for a, v in g.values().items()}
+        if g.dropped:
+            notes.append(f"{topic}: {g.dropped} messages whose time was not after the one before dropped")
         if tm.arm is not None:
             picks = [(i, tm.arm, j) for i, j in enumerate(tm.joints)]
         else:
@@ -233,7 +208,7 @@ def _columns(bag: Bag, m: BagMap, gathered: dict[str, _Gathered], notes: list[st
                 raise BagError(bag.path, f"{tm.to} {side} {joint} comes from two topics: {origin[key]} and {topic} "
                                          "(map one of them, or list the joint under ignore_joints)")
             origin[key] = topic
-            out.setdefault((tm.to, side), {})[joint] = Column(times, {a: v[:, i] for a, v in values.items()})
+            out.setdefault((tm.to, side), {})[joint] = Column(g, i)
     primary = {}
     for (kind, side), cols in out.items():
         by_topic: dict[str, list[str]] = {}
@@ -248,6 +223,21 @@ def _rate(times: np.ndarray) -> float | None:
     d = np.diff(times)
     d = d[d > 0]
     return round(1e9 / float(np.median(d)), 1) if d.size else None
+
+
+def _write_stream(path: Path, side: str, merged) -> None:
+    """An arm's ``state.parquet``, a row group per chunk of the merge (one for up to
+    :data:`.merge.CHUNK_ROWS` rows: then the bytes ``pq.write_table`` writes)."""
+    writer = None
+    try:
+        for times, attributes in merged.chunks():
+            table = stream_table(side, times, attributes)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def _write_episode(ep_dir: Path, ep_id: str, bag: Bag, m: BagMap, gathered, cams, notes: list[str],
@@ -269,7 +259,7 @@ def _write_episode(ep_dir: Path, ep_id: str, bag: Bag, m: BagMap, gathered, cams
             continue
         path = stream_path(ep_dir, kind, EMBODIMENT, side)
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(stream_table(side, merged.times, merged.attributes), path)
+        _write_stream(path, side, merged)
         rows += len(merged.times)
         spans.append((int(merged.times[0]), int(merged.times[-1])))
         rate = _rate(merged.times)
@@ -332,7 +322,8 @@ def bag_to_openarm(source: str | os.PathLike, out: str | os.PathLike, map_file: 
                     ep_id = str(len(episodes) + len(ids))
                     staged = _staging(tmp, seg)
                     staged.mkdir(parents=True, exist_ok=True)
-                    rows = _write_episode(staged, ep_id, bag, m, segments.get(seg, {}), cams.get(seg, {}), notes, freqs)
+                    rows = _write_episode(staged, ep_id, bag, m, segments.pop(seg, {}), cams.get(seg, {}), notes, freqs)
+                    shutil.rmtree(tmp / SCRATCH / str(seg), ignore_errors=True)
                     frames = sum(len(c.stamps) for c in cams.get(seg, {}).values())
                     if not rows and not frames:
                         raise BagError(bag.path, f"episode {ep_id}: no stream and no camera frame to store")
@@ -351,8 +342,9 @@ def bag_to_openarm(source: str | os.PathLike, out: str | os.PathLike, map_file: 
                     episodes.append({"id": ep_id, "success": None, "task_index": 0})
                 t0 = bag.start_ns or 0
                 reports.append(BagReport(bag.path, ids, find_faults(times, t0), notes))
-        if (tmp / STAGING).exists():
-            (tmp / STAGING).rmdir()
+        for scratch in (STAGING, SCRATCH):
+            if (tmp / scratch).exists():
+                (tmp / scratch).rmdir()
         summary.episodes = len(episodes)
         meta = {
             "version": "0.4.0",
