@@ -22,7 +22,7 @@ from .errors import DatasetError, StreamError
 from .lerobot import LeRobotSource
 from .metadata import Metadata
 from .resample import CameraDict, SampleSequence, check_stamps, episode_grid  # noqa: F401 (re-exported: the PyTorch loader's index imports it from here)
-from .streams import Stream, read_attribute_file, read_state_file, read_timestamps
+from .streams import Stream, attribute_stream, read_table, read_timestamps, state_streams
 from .writer import ComponentStreams, EpisodeData, new_dataset, write_episode_tree
 
 if TYPE_CHECKING:  # pandas is imported when a DataFrame is built, so that tools that never build one start fast
@@ -183,15 +183,28 @@ class Dataset:
         gathers rows, skips copying whole streams)."""
         if self.lerobot is not None:
             return self.lerobot.streams(self.episode_id(episode), kind)
+        files = self.stream_files(episode, kind)
+        # every file read before any is converted: decoding back to back, then the numpy work back to
+        # back, is cheaper than alternating them. A file that cannot be read stops the reading; its
+        # error is raised after the files before it are converted, so the first file at fault is named.
+        tables, unread = [], None
+        for f in files:
+            try:
+                tables.append(read_table(f.path))
+            except StreamError as e:
+                unread = e
+                break
         out: dict[str, Stream] = {}
-        for f in self.stream_files(episode, kind):
+        for f, table in zip(files, tables):
             if f.attribute is None:
-                out.update(read_state_file(f.path, f.prefix, copy=copy))
+                out.update(state_streams(table, f.path, f.prefix, copy=copy))
                 continue
             key = f"{f.prefix}/{f.attribute}"
             if key in out:
                 raise StreamError(f.path, f"{key} is stored both here and in {layout.STATE_FILE}")
-            out[key] = read_attribute_file(f.path, key, f.columns, copy=copy)
+            out[key] = attribute_stream(table, f.path, key, f.columns, copy=copy)
+        if unread is not None:
+            raise unread
         return out
 
     def load_obs(self, episode: EpisodeRef, use_unixtime: bool = False, cutoff: float | None = None,

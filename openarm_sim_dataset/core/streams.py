@@ -186,7 +186,11 @@ def _dense_list_column(arr: pa.ListArray, width: int | None, copy: bool) -> np.n
 def read_state_file(path: Path, prefix: str, *, copy: bool = True) -> dict[str, Stream]:
     """Read a ``state.parquet``: one Stream per attribute column (qpos/qvel/qtorque/pose). ``copy=False``:
     values may be read-only views of the file's buffers (see :func:`list_column`)."""
-    table = read_table(path)
+    return state_streams(read_table(path), path, prefix, copy=copy)
+
+
+def state_streams(table: pa.Table, path: Path, prefix: str, *, copy: bool = True) -> dict[str, Stream]:
+    """:func:`read_state_file` of a table already read from ``path``."""
     ts = timestamps_ns(table, path)
     out: dict[str, Stream] = {}
     for name in table.column_names:
@@ -202,7 +206,11 @@ def read_state_file(path: Path, prefix: str, *, copy: bool = True) -> dict[str, 
 def read_attribute_file(path: Path, key: str, columns: tuple[str, ...], *, copy: bool = True) -> Stream:
     """Read a per-attribute parquet of older layouts (one ``positions`` or ``value`` list column);
     ``copy`` as :func:`read_state_file`."""
-    table = read_table(path)
+    return attribute_stream(read_table(path), path, key, columns, copy=copy)
+
+
+def attribute_stream(table: pa.Table, path: Path, key: str, columns: tuple[str, ...], *, copy: bool = True) -> Stream:
+    """:func:`read_attribute_file` of a table already read from ``path``."""
     ts = timestamps_ns(table, path)
     names = [n for n in table.column_names if n in layout.LEGACY_VALUE_COLUMNS]
     if len(names) != 1:
