@@ -181,28 +181,35 @@ class Dataset:
         """All obs or action streams of an episode, keyed ``arms/right/qpos`` (each file read once).
         ``copy=False``: values may be read-only views of the files' buffers (sampling, which only
         gathers rows, skips copying whole streams)."""
+        return self.kinds_streams(episode, (kind,), copy=copy)[kind]
+
+    def kinds_streams(self, episode: EpisodeRef, kinds: tuple[str, ...], *, copy: bool = True) -> dict[str, dict[str, Stream]]:
+        """:meth:`streams` of several kinds (``{kind: streams}``), with the same errors: every file
+        of them is read before any is converted (decoding back to back, then the numpy work back to
+        back, is cheaper than alternating them). A file that cannot be read stops the reading; its
+        error is raised after the files before it are converted, so the first file at fault is named."""
         if self.lerobot is not None:
-            return self.lerobot.streams(self.episode_id(episode), kind)
-        files = self.stream_files(episode, kind)
-        # every file read before any is converted: decoding back to back, then the numpy work back to
-        # back, is cheaper than alternating them. A file that cannot be read stops the reading; its
-        # error is raised after the files before it are converted, so the first file at fault is named.
+            return {kind: self.lerobot.streams(self.episode_id(episode), kind) for kind in kinds}
+        files: list[tuple[str, StreamFile]] = []
         tables, unread = [], None
-        for f in files:
-            try:
-                tables.append(read_table(f.path))
-            except StreamError as e:
-                unread = e
-                break
-        out: dict[str, Stream] = {}
-        for f, table in zip(files, tables):
+        try:
+            for kind in kinds:
+                kind_files = self.stream_files(episode, kind)
+                files += [(kind, f) for f in kind_files]
+                for f in kind_files:
+                    tables.append(read_table(f.path))
+        except StreamError as e:
+            unread = e
+        out: dict[str, dict[str, Stream]] = {kind: {} for kind in kinds}
+        for (kind, f), table in zip(files, tables):
+            streams = out[kind]
             if f.attribute is None:
-                out.update(state_streams(table, f.path, f.prefix, copy=copy))
+                streams.update(state_streams(table, f.path, f.prefix, copy=copy))
                 continue
             key = f"{f.prefix}/{f.attribute}"
-            if key in out:
+            if key in streams:
                 raise StreamError(f.path, f"{key} is stored both here and in {layout.STATE_FILE}")
-            out[key] = attribute_stream(table, f.path, key, f.columns, copy=copy)
+            streams[key] = attribute_stream(table, f.path, key, f.columns, copy=copy)
         if unread is not None:
             raise unread
         return out

@@ -86,7 +86,7 @@ def _episode_plan(ds: Dataset, episode: dict, hz: float, how: str) -> _EpisodePl
     """One episode's plan: its grid and the rows each stream (smoothed as the dataset says), simulation
     stream and camera contributes at each grid point."""
     ep_id = ds.episode_id(episode)
-    groups = {kind: ds.streams(episode, kind, copy=False) for kind in layout.KINDS}  # rows are gathered below
+    groups = ds.kinds_streams(episode, layout.KINDS, copy=False)  # rows are gathered below
     # a LeRobot camera whose MP4 is missing stands on its rows' times: the joints are still served, a frame
     # asked for raises the error naming the file
     cameras = ds.load_cameras(episode, missing_ok=True)
