@@ -324,7 +324,7 @@ def bag_to_openarm(source: str | os.PathLike, out: str | os.PathLike, map_file: 
                     staged.mkdir(parents=True, exist_ok=True)
                     rows = _write_episode(staged, ep_id, bag, m, segments.pop(seg, {}), cams.get(seg, {}), notes, freqs)
                     shutil.rmtree(tmp / SCRATCH / str(seg), ignore_errors=True)
-                    frames = sum(len(c.stamps) for c in cams.get(seg, {}).values())
+                    frames = sum(c.writer.frames for c in cams.get(seg, {}).values())
                     if not rows and not frames:
                         raise BagError(bag.path, f"episode {ep_id}: no stream and no camera frame to store")
                     ep_dir = layout.episode_dir(tmp, ep_id)

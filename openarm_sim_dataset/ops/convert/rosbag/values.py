@@ -29,7 +29,6 @@ class TopicValues:
         self._times = array("q")
         self._blocks: dict[str, array] = {}
         self._counts: dict[str, int] = {}
-        self._rows_on_disk: dict[str, int] = {}
         self.width: dict[str, int] = {}
         self.names: tuple[str, ...] | None = None
         self.dropped = 0
@@ -60,7 +59,6 @@ class TopicValues:
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self._path(attribute), "ab") as f:
             block.tofile(f)
-        self._rows_on_disk[attribute] = self._rows_on_disk.get(attribute, 0) + len(block) // self.width[attribute]
         self._blocks[attribute] = array("f")
 
     def finish(self) -> None:
@@ -81,10 +79,10 @@ class TopicValues:
     def take(self, attribute: str, rows: np.ndarray) -> np.ndarray:
         """(len(rows), width) float32: the values of the kept messages ``rows`` (after :meth:`finish`)."""
         width = self.width[attribute]
-        n = self._rows_on_disk.get(attribute, 0)
         if not len(rows):
             return np.zeros((0, width), np.float32)
-        mapped = np.memmap(self._path(attribute), np.float32, "r", shape=(n, width))
+        # every value given is on disk by now: a row per message that gave the attribute
+        mapped = np.memmap(self._path(attribute), np.float32, "r", shape=(self._counts[attribute], width))
         try:
             return mapped[rows]
         finally:
